@@ -1,0 +1,312 @@
+"""Named features, the registry that holds them, and `compute_features`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from featurizers import image_features as _img
+
+__all__ = [
+    "REGISTRY",
+    "Feature",
+    "FeatureError",
+    "FeatureRegistry",
+    "UnknownFeatureError",
+    "compute_features",
+    "default_features",
+    "get_feature",
+    "register_feature",
+    "resolve_features",
+    "unregister_feature",
+]
+
+
+class FeatureError(ValueError):
+    """A feature function failed, or returned something that is not a valid
+    feature vector.
+
+    Attributes
+    ----------
+    feature : str
+        Name of the feature.
+    index : int or None
+        Index of the item, when the caller gave one.
+    """
+
+    def __init__(self, message: str, *, feature: str, index=None):
+        super().__init__(message)
+        self.feature = feature
+        self.index = index
+
+
+class UnknownFeatureError(KeyError, ValueError):
+    """No feature of that name is registered.
+
+    It is both a `KeyError` (a failed look-up) and a `ValueError` (a bad
+    argument), so either ``except`` clause catches it.
+    """
+
+    __str__ = Exception.__str__  # KeyError would quote the whole message
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A named feature: a function from an image to a 1-D vector.
+
+    Parameters
+    ----------
+    name : str
+        Unique, non-empty name.
+    function : callable
+        ``function(image) -> array_like``; given any valid image (see
+        `featurizers.validate_image`) it returns a 1-D vector whose length
+        does not depend on the image, deterministically.
+    description : str
+        One line for people.
+    dimension : int, optional
+        Length of the vector, when known; calls check it.
+    """
+
+    name: str
+    function: Callable[[np.ndarray], np.ndarray]
+    description: str = ""
+    dimension: int | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"feature name must be a non-empty str, got {self.name!r}")
+        if not callable(self.function):
+            raise TypeError(f"feature {self.name!r}: function is not callable")
+        if self.dimension is not None and (
+            not isinstance(self.dimension, int) or self.dimension < 1
+        ):
+            raise ValueError(
+                f"feature {self.name!r}: dimension must be a positive int, "
+                f"got {self.dimension!r}"
+            )
+
+    def __call__(self, image, *, index=None) -> np.ndarray:
+        """Validate ``image`` and return this feature's vector for it.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If the image is invalid (see `featurizers.validate_image`).
+        FeatureError
+            If the function fails or returns an invalid vector.
+        """
+        return _evaluate(self, _img.validate_image(image, index=index), index)
+
+
+def _where(index) -> str:
+    return "" if index is None else f" on item {index}"
+
+
+def _evaluate(feature: Feature, image: np.ndarray, index) -> np.ndarray:
+    """Run ``feature`` on an already validated image and check its output."""
+    try:
+        vector = np.asarray(feature.function(image), dtype=np.float64)
+    except Exception as exc:
+        raise FeatureError(
+            f"feature {feature.name!r} failed{_where(index)}: "
+            f"{type(exc).__name__}: {exc}",
+            feature=feature.name,
+            index=index,
+        ) from exc
+    problem = None
+    if vector.ndim != 1:
+        problem = f"returned an array of shape {vector.shape}, not a 1-D vector"
+    elif feature.dimension is not None and vector.shape[0] != feature.dimension:
+        problem = f"returned {vector.shape[0]} values, not {feature.dimension}"
+    elif not np.all(np.isfinite(vector)):
+        problem = "returned non-finite values"
+    if problem is not None:
+        raise FeatureError(
+            f"feature {feature.name!r}{_where(index)} {problem}",
+            feature=feature.name,
+            index=index,
+        )
+    return vector
+
+
+class FeatureRegistry(Mapping):
+    """An ordered mapping from feature name to `Feature`.
+
+    Iteration follows registration order. Names are unique.
+    """
+
+    def __init__(self, features: Iterable[Feature] = ()):
+        self._features: dict[str, Feature] = {}
+        for feature in features:
+            self.register(feature)
+
+    def __getitem__(self, name: str) -> Feature:
+        try:
+            return self._features[name]
+        except (KeyError, TypeError):
+            known = ", ".join(self._features) or "none"
+            raise UnknownFeatureError(
+                f"unknown feature {name!r}; known features: {known}"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._features)
+
+    def __len__(self) -> int:
+        return len(self._features)
+
+    def __repr__(self) -> str:
+        return f"FeatureRegistry({list(self._features)})"
+
+    def register(self, feature: Feature, *, replace: bool = False) -> Feature:
+        """Add ``feature``; refuse a taken name unless ``replace`` is true.
+
+        Returns
+        -------
+        Feature
+            The registered feature.
+        """
+        if not isinstance(feature, Feature):
+            raise TypeError(f"expected a Feature, got {type(feature).__name__}")
+        if feature.name in self._features and not replace:
+            raise ValueError(
+                f"a feature named {feature.name!r} is already registered "
+                "(pass replace=True to replace it)"
+            )
+        self._features[feature.name] = feature
+        return feature
+
+    def unregister(self, name: str) -> Feature:
+        """Remove and return the feature called ``name``.
+
+        Raises
+        ------
+        UnknownFeatureError
+            If there is none.
+        """
+        feature = self[name]
+        del self._features[name]
+        return feature
+
+    def features(self) -> list[Feature]:
+        """Return the registered features in registration order."""
+        return list(self._features.values())
+
+    def copy(self) -> FeatureRegistry:
+        """Return an independent registry with the same features."""
+        return FeatureRegistry(self._features.values())
+
+
+_BUILTIN = (
+    Feature("size_meta", _img.size_meta,
+            "height, width and aspect ratio; constant time", 3),
+    Feature("intensity_hist", _img.intensity_hist,
+            "16-bin grey-level histogram", 16),
+    Feature("thumbnail", _img.thumbnail,
+            "8 x 8 box-filtered thumbnail", 64),
+    Feature("fft_bands", _img.fft_bands,
+            "spectral energy shares in 8 radial and 4 angular bands", 12),
+    Feature("edge_density", _img.edge_density,
+            "Canny edge fraction on a 4 x 4 grid", 16),
+    Feature("lbp", _img.lbp_hist,
+            "uniform LBP (P=8, R=1) histograms on a 2 x 2 grid", 40),
+    Feature("glcm", _img.glcm_stats,
+            "Haralick statistics of the grey-level co-occurrence matrix", 12),
+    Feature("harris", _img.harris_corners,
+            "Harris corner response on a 4 x 4 grid and corner density", 17),
+    Feature("hog", _img.hog_pooled,
+            "HOG cell histograms pooled on a 4 x 4 grid", 144),
+    Feature("gabor", _img.gabor_energy,
+            "Gabor filter bank energies on a 4 x 4 grid (GIST-like)", 128),
+)
+
+#: The process-wide registry: the built-in features, then any registered
+#: with `register_feature`.
+REGISTRY = FeatureRegistry(_BUILTIN)
+
+
+def default_features() -> list[Feature]:
+    """Return the built-in features, roughly from cheapest to dearest.
+
+    The list is new on each call and does not include features added with
+    `register_feature`.
+    """
+    return list(_BUILTIN)
+
+
+def get_feature(name: str, *, registry: FeatureRegistry | None = None) -> Feature:
+    """Return the feature called ``name``.
+
+    Raises
+    ------
+    UnknownFeatureError
+        A `ValueError` (and `KeyError`) naming the unknown feature and the
+        known ones.
+    """
+    return (REGISTRY if registry is None else registry)[name]
+
+
+def register_feature(feature: Feature, *, replace: bool = False) -> Feature:
+    """Add ``feature`` to `REGISTRY` (see `FeatureRegistry.register`)."""
+    return REGISTRY.register(feature, replace=replace)
+
+
+def unregister_feature(name: str) -> Feature:
+    """Remove the feature called ``name`` from `REGISTRY` and return it."""
+    return REGISTRY.unregister(name)
+
+
+def resolve_features(
+    names, *, registry: FeatureRegistry | None = None
+) -> list[Feature]:
+    """Turn names and/or `Feature` objects into distinct features, in order.
+
+    A single ``str`` or `Feature` counts as one. Duplicates (by name) are
+    dropped after their first occurrence. Every name is resolved before the
+    function returns, so an unknown name fails before any work is done.
+    """
+    if isinstance(names, (str, Feature)):
+        names = [names]
+    resolved: dict[str, Feature] = {}
+    for entry in names:
+        feature = entry if isinstance(entry, Feature) else get_feature(entry, registry=registry)
+        resolved.setdefault(feature.name, feature)
+    return list(resolved.values())
+
+
+def compute_features(
+    image, names, *, index=None, registry: FeatureRegistry | None = None
+) -> dict[str, np.ndarray]:
+    """Compute the named features of one image, and only those.
+
+    Parameters
+    ----------
+    image : array_like
+        A valid image (see `featurizers.validate_image`).
+    names : str, Feature or iterable of them
+        Features to compute; duplicates are computed once.
+    index : int, optional
+        Position of the image in a collection, named in errors.
+    registry : FeatureRegistry, optional
+        Where names are looked up; `REGISTRY` by default.
+
+    Returns
+    -------
+    dict
+        Feature name to 1-D ``float64`` vector, in the order asked.
+
+    Raises
+    ------
+    UnknownFeatureError
+        If a name is not registered; nothing is computed then.
+    TypeError, ValueError
+        If the image is invalid; nothing is computed then.
+    FeatureError
+        If a feature function fails or returns an invalid vector.
+    """
+    features = resolve_features(names, registry=registry)
+    array = _img.validate_image(image, index=index)
+    return {feature.name: _evaluate(feature, array, index) for feature in features}

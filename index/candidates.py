@@ -1,0 +1,88 @@
+"""The candidate set (the paper's Algorithm 1, CANDIDATE-SET-CONSTRUCTION, corrected).
+
+A set ``s`` is dropped when another expanded set ``r`` dominates it: ``r`` costs no more at every
+size of the domain and ``candidate_alpha * a(r) >= a(s)`` (Definition 3.1). The default
+``candidate_alpha = 1`` is exact dominance, which is transitive, so dropping ``s`` because of a
+dropped ``r`` is safe; ``candidate_alpha = alpha`` is the paper-literal variant whose losses
+compound (spec §5.3, trap T3) and is kept for ablations.
+
+Mutual dominance (identical curves, zero-cost features; trap T5) keeps exactly one winner: the set
+that comes first in :func:`rank_key` order (higher accuracy, then fewer features, then lower
+feature indices).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from lattice import canonical_key
+
+from .poly import le_everywhere_batch
+
+__all__ = ["rank_key", "candidate_set"]
+
+_BLOCK_PAIRS = 1 << 20
+
+
+def rank_key(mask: int, accuracy: float) -> tuple:
+    """The fixed tie-break order of feature sets: higher accuracy, fewer features, lower indices."""
+    return (-accuracy, *canonical_key(mask))
+
+
+def candidate_set(
+    accuracy: Mapping[int, float],
+    coefficients: Mapping[int, np.ndarray],
+    domain: tuple[float, float],
+    candidate_alpha: float = 1.0,
+) -> list[int]:
+    """Expanded sets that no other expanded set dominates, in :func:`rank_key` order.
+
+    Parameters
+    ----------
+    accuracy : mapping of mask to float
+        The expanded sets.
+    coefficients : mapping of mask to ndarray
+        Each set's summed cost polynomial, all padded to one length.
+    domain : (lo, hi)
+        The sizes over which "costs no more" must hold.
+    candidate_alpha : float, default 1.0
+        Slack in the accuracy condition; 1.0 is exact dominance.
+
+    Returns
+    -------
+    list of int
+        Candidate masks, best rank first.
+
+    Notes
+    -----
+    Vectorised over pairs in blocks; the cost test is exact up to a 1e-12 relative tolerance
+    (see :func:`index.poly.le_everywhere_batch`).
+    """
+    masks = sorted(accuracy, key=lambda m: rank_key(m, accuracy[m]))
+    E = len(masks)
+    acc = np.array([accuracy[m] for m in masks], dtype=float)
+    coef = np.array([coefficients[m] for m in masks], dtype=float).reshape(E, -1)
+    lo, hi = domain
+    keep = np.ones(E, dtype=bool)
+    rows_per_block = max(1, _BLOCK_PAIRS // max(E, 1))
+    for start in range(0, E, rows_per_block):
+        stop = min(E, start + rows_per_block)
+        # s indexes the set under test, r its possible dominator.
+        s_idx, r_idx = np.nonzero(candidate_alpha * acc[None, :] >= acc[start:stop, None])
+        s_idx += start
+        distinct = s_idx != r_idx
+        s_idx, r_idx = s_idx[distinct], r_idx[distinct]
+        if len(s_idx) == 0:
+            continue
+        cheaper = le_everywhere_batch(coef[r_idx], coef[s_idx], lo, hi)
+        s_idx, r_idx = s_idx[cheaper], r_idx[cheaper]
+        # Mutual dominance: s survives r when s also dominates r and s ranks first.
+        may_win = (candidate_alpha * acc[s_idx] >= acc[r_idx]) & (s_idx < r_idx)
+        wins = np.zeros(len(s_idx), dtype=bool)
+        if may_win.any():
+            w = np.nonzero(may_win)[0]
+            wins[w] = le_everywhere_batch(coef[s_idx[w]], coef[r_idx[w]], lo, hi)
+        keep[np.unique(s_idx[~wins])] = False
+    return [m for m, k in zip(masks, keep) if k]

@@ -1,0 +1,170 @@
+"""Vectorised polynomial numerics shared by the candidate set and the sweep.
+
+Polynomials are rows of coefficients, lowest degree first, padded with zeros to a common length.
+Every zero test is *relative*: a coefficient or value counts as zero when it is within
+``RTOL`` of the magnitude of the quantities it was computed from. An absolute epsilon would be
+wrong for costs spanning 1e-7 .. 1e2 per coefficient and sizes up to 1e4 and beyond.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["RTOL", "horner", "real_roots", "sign_of_difference", "le_everywhere_batch"]
+
+#: Relative tolerance for "equal" costs and "zero" coefficients of a difference.
+RTOL = 1e-12
+
+
+def horner(coeffs: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Evaluate each row of ``coeffs`` (shape ``(P, D+1)``) at ``x`` (shape ``(P,)`` or ``(P, K)``)."""
+    x = np.asarray(x, dtype=float)
+    c = coeffs if x.ndim == 1 else coeffs[:, None, :]
+    out = np.zeros(x.shape, dtype=float)
+    for k in range(coeffs.shape[1] - 1, -1, -1):
+        out = out * x + c[..., k]
+    return out
+
+
+def _effective_degree(d: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Highest index whose coefficient is not relatively zero; -1 for a zero polynomial."""
+    nonzero = np.abs(d) > RTOL * scale
+    deg = np.full(d.shape[0], -1, dtype=np.int64)
+    for k in range(d.shape[1]):
+        deg = np.where(nonzero[:, k], k, deg)
+    return deg
+
+
+def real_roots(d: np.ndarray, scale: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Real roots in ``(lo, hi]`` of each row of ``d``, sorted, padded with NaN.
+
+    Parameters
+    ----------
+    d : ndarray, shape (P, D+1)
+        Polynomials, lowest degree first.
+    scale : ndarray, shape (P, D+1)
+        Magnitude each coefficient was computed from (``|p| + |q|`` for ``d = q - p``);
+        coefficients below ``RTOL * scale`` are treated as zero, so a difference that is only
+        rounding noise in its leading term does not invent far-away roots.
+    lo, hi : float
+        The interval; ``hi`` may be ``inf``.
+
+    Returns
+    -------
+    ndarray, shape (P, max(D, 1))
+    """
+    P, width = d.shape
+    D = max(width - 1, 1)
+    out = np.full((P, D), np.nan)
+    deg = _effective_degree(d, scale)
+    for k in np.unique(deg):
+        if k <= 0:
+            continue
+        rows = np.nonzero(deg == k)[0]
+        dk = d[rows, : k + 1]
+        if k == 1:
+            r = (-dk[:, 0] / dk[:, 1])[:, None]
+        elif k == 2:
+            r = _quadratic_roots(dk)
+        else:
+            r = _companion_roots(dk)
+        r = np.where((r > lo) & (r <= hi), r, np.nan)
+        r.sort(axis=1)
+        out[rows, : r.shape[1]] = r
+    out.sort(axis=1)
+    return out
+
+
+def _quadratic_roots(dk: np.ndarray) -> np.ndarray:
+    c, b, a = dk[:, 0], dk[:, 1], dk[:, 2]
+    disc = b * b - 4.0 * a * c
+    # A discriminant that is negative only by rounding is a tangency: no sign change, no root.
+    real = disc >= 0.0
+    sq = np.sqrt(np.where(real, disc, 0.0))
+    q = -0.5 * (b + np.where(b >= 0.0, sq, -sq))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r1 = q / a
+        r2 = np.where(q != 0.0, c / q, 0.0)
+    r = np.stack([r1, r2], axis=1)
+    return np.where(real[:, None], r, np.nan)
+
+
+def _companion_roots(dk: np.ndarray) -> np.ndarray:
+    P, width = dk.shape
+    k = width - 1
+    comp = np.zeros((P, k, k))
+    comp[:, np.arange(1, k), np.arange(k - 1)] = 1.0
+    comp[:, :, -1] = -dk[:, :k] / dk[:, k : k + 1]
+    eig = np.linalg.eigvals(comp)
+    real = np.abs(eig.imag) <= 1e-7 * (1.0 + np.abs(eig.real))
+    r = np.where(real, eig.real, np.nan)
+    # Two Newton steps polish roots that the eigenvalue solver left a few ulps off.
+    deriv = dk[:, 1:] * np.arange(1, width)
+    for _ in range(2):
+        f = horner(dk, np.nan_to_num(r))
+        fp = horner(deriv, np.nan_to_num(r))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(fp != 0.0, f / fp, 0.0)
+        r = r - step
+    return r
+
+
+def sign_of_difference(p: np.ndarray, q: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Sign of ``q(x) - p(x)`` per row, 0 where the two agree to ``RTOL`` relative."""
+    pv = horner(p, x)
+    qv = horner(q, x)
+    diff = qv - pv
+    tol = RTOL * (np.abs(pv) + np.abs(qv))
+    return np.where(diff > tol, 1, np.where(diff < -tol, -1, 0)).astype(np.int8)
+
+
+def le_everywhere_batch(p: np.ndarray, q: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Whether ``p(n) <= q(n)`` for every ``n`` in ``[lo, hi]``, per row, to ``RTOL`` relative.
+
+    Exact in the sense of the spec (§5.2): ``q - p`` is checked at ``lo``, at ``hi`` (or its
+    leading behaviour when ``hi`` is infinite) and at every real critical point inside, which is
+    where a polynomial attains its minimum on an interval.
+    """
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    P, width = p.shape
+    ok = np.ones(P, dtype=bool)
+    if P == 0:
+        return ok
+    # Cheap sufficient test: coefficient-wise q >= p on a domain of non-negative sizes.
+    if lo >= 0.0:
+        coef_ok = np.all(q - p >= -RTOL * (np.abs(p) + np.abs(q)), axis=1)
+    else:
+        coef_ok = np.zeros(P, dtype=bool)
+    todo = np.nonzero(~coef_ok)[0]
+    if len(todo) == 0:
+        return ok
+    pp, qq = p[todo], q[todo]
+    res = sign_of_difference(pp, qq, np.full(len(todo), lo)) >= 0
+    if np.isfinite(hi):
+        res &= sign_of_difference(pp, qq, np.full(len(todo), hi)) >= 0
+    else:
+        res &= _leading_sign(pp, qq) >= 0
+    if width > 2:
+        d = qq - pp
+        deriv = d[:, 1:] * np.arange(1, width)
+        dscale = (np.abs(pp[:, 1:]) + np.abs(qq[:, 1:])) * np.arange(1, width)
+        crit = real_roots(deriv, dscale, lo, hi)
+        for c in range(crit.shape[1]):
+            x = crit[:, c]
+            has = ~np.isnan(x)
+            if has.any():
+                s = sign_of_difference(pp[has], qq[has], x[has])
+                sub = res[has]
+                res[has] = sub & (s >= 0)
+    ok[todo] = res
+    return ok
+
+
+def _leading_sign(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Sign of ``q - p`` as ``n -> inf``: the sign of its highest non-negligible coefficient."""
+    d = q - p
+    scale = np.abs(p) + np.abs(q)
+    deg = _effective_degree(d, scale)
+    lead = np.where(deg >= 0, d[np.arange(len(d)), np.maximum(deg, 0)], 0.0)
+    return np.sign(lead).astype(np.int8)

@@ -1,0 +1,311 @@
+"""The two-level PolyDom index and its lookup.
+
+Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
+
+* ``bounds`` is strictly ascending and ``bounds[0]`` is the domain's lower end; range ``r`` is
+  ``[bounds[r], bounds[r+1])``, the last one closed at the domain's upper end.
+* ``skylines[r]`` lists candidates whose costs are non-decreasing at every size of range ``r``
+  and whose accuracies are strictly increasing; its first entry costs 0 at every size (the
+  empty set, or a zero-cost set at least as accurate), so every budget ``>= 0`` is answered.
+* Costs are never stored per range: a lookup evaluates them at the query size (trap T8).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from lattice import FeatureSpace
+
+from .costcurve import CostCurve, set_cost_matrix
+from .values import Choice
+
+__all__ = ["PolyDomIndex", "Batch", "check_query", "check_queries"]
+
+
+def _bad_query(size, budget, domain) -> Exception:
+    for name, value in (("size", size), ("budget", budget)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            return TypeError(f"{name} must be a real number, got {value!r}")
+        if math.isnan(value):
+            return ValueError(f"{name} is NaN")
+        if math.isinf(value):
+            return ValueError(f"{name} must be finite, got {value!r}")
+        if value < 0:
+            return ValueError(f"{name} must be >= 0, got {value!r}")
+    lo, hi = domain
+    return ValueError(f"size {size!r} is outside the index's domain [{lo}, {hi}]")
+
+
+def check_query(size, budget, domain) -> None:
+    """Raise one clear error if ``(size, budget)`` is not a valid query for ``domain``."""
+    lo, hi = domain
+    try:
+        if lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf:
+            return
+    except TypeError:
+        pass
+    raise _bad_query(size, budget, domain)
+
+
+def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a batch of queries; returns them as float arrays."""
+    try:
+        n = np.asarray(sizes, dtype=float)
+        c = np.asarray(budgets, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError("sizes and budgets must be arrays of real numbers") from None
+    if n.ndim == 0:
+        n = n.reshape(1)
+    if c.ndim == 0:
+        c = np.full(n.shape, float(c))
+    if n.ndim != 1 or c.ndim != 1:
+        raise ValueError(f"sizes and budgets must be 1-D, got shapes {n.shape} and {c.shape}")
+    if len(n) != len(c):
+        raise ValueError(f"sizes and budgets differ in length: {len(n)} != {len(c)}")
+    lo, hi = domain
+    for name, arr in (("size", n), ("budget", c)):
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} is NaN at position {int(np.flatnonzero(np.isnan(arr))[0])}")
+        if np.isinf(arr).any():
+            raise ValueError(f"{name} must be finite; infinite at position {int(np.flatnonzero(np.isinf(arr))[0])}")
+        if (arr < 0).any():
+            i = int(np.flatnonzero(arr < 0)[0])
+            raise ValueError(f"{name} must be >= 0, got {arr[i]!r} at position {i}")
+    outside = (n < lo) | (n > hi)
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        raise ValueError(f"size {n[i]!r} at position {i} is outside the index's domain [{lo}, {hi}]")
+    return n, c
+
+
+class Batch:
+    """Answers to many queries as columns; ``batch[i]`` is the :class:`Choice` of query ``i``.
+
+    Attributes
+    ----------
+    keys : ndarray of int64
+        Feature-set bitmasks (over the index's feature order).
+    accuracy, cost : ndarray of float64
+    """
+
+    __slots__ = ("keys", "accuracy", "cost", "_index")
+
+    def __init__(self, keys, accuracy, cost, index):
+        self.keys, self.accuracy, self.cost, self._index = keys, accuracy, cost, index
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i: int) -> Choice:
+        key = int(self.keys[i])
+        return Choice(self._index.space.frozenset(key), float(self.accuracy[i]), float(self.cost[i]), key, self._index.models)
+
+    def features(self, i: int) -> frozenset[str]:
+        """Feature names of answer ``i``."""
+        return self._index.space.frozenset(int(self.keys[i]))
+
+
+class PolyDomIndex:
+    """The PolyDom index: interesting points, a skyline per range, and the candidates' models.
+
+    Built by :func:`polydom.build`; see the module docstring for the invariants.
+
+    Parameters
+    ----------
+    space : FeatureSpace
+    costs : sequence of CostCurve
+        Per feature, in ``space`` order.
+    domain : (lo, hi)
+    candidates : sequence of int
+        Candidate masks; position is the candidate id used by ``skylines``.
+    accuracy : sequence of float
+        Per candidate.
+    bounds : sequence of float
+    skylines : sequence of sequence of int
+    models : mapping of mask to model, optional
+        Anything with ``.get(mask)``; stored indexes pass a lazy loader.
+    explored : mapping of mask to accuracy, optional
+        Every expanded set (for inspection and the monotonicity audit).
+    stats, params : mapping, optional
+    """
+
+    backend = "polydom"
+
+    def __init__(
+        self,
+        space: FeatureSpace,
+        costs: Sequence[CostCurve],
+        domain: tuple[float, float],
+        candidates: Sequence[int],
+        accuracy: Sequence[float],
+        bounds: Sequence[float],
+        skylines: Sequence[Sequence[int]],
+        models: Mapping[int, Any] | None = None,
+        explored: Mapping[int, float] | None = None,
+        stats: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ):
+        self.space = space
+        self.costs = tuple(costs)
+        self.domain = (float(domain[0]), float(domain[1]))
+        self.candidates = [int(m) for m in candidates]
+        self.candidate_accuracy = [float(a) for a in accuracy]
+        self.bounds = [float(b) for b in bounds]
+        self.skylines = [[int(i) for i in s] for s in skylines]
+        self.models = models if models is not None else {}
+        self.explored = dict(explored) if explored is not None else {}
+        self.stats = dict(stats or {})
+        self.params = dict(params or {})
+        self.candidate_coefficients = set_cost_matrix(self.costs, self.candidates) if self.candidates else np.zeros((0, 1))
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Per-range lists for the lookup hot path: Horner coefficients and Choice parts."""
+        coef = self.candidate_coefficients.tolist()
+        horner = [tuple(reversed(row)) for row in coef]
+        names = [self.space.frozenset(m) for m in self.candidates]
+        self._sky_horner = [[horner[c] for c in sky] for sky in self.skylines]
+        self._sky_entry = [[(names[c], self.candidate_accuracy[c], self.candidates[c]) for c in sky] for sky in self.skylines]
+        # Dense arrays for lookup_many: (ranges, longest skyline, W); padding costs +inf.
+        R = len(self.skylines)
+        S = max((len(s) for s in self.skylines), default=0)
+        W = self.candidate_coefficients.shape[1]
+        self._batch_coef = np.zeros((R, max(S, 1), W))
+        self._batch_coef[:, :, 0] = np.inf
+        self._batch_cand = np.zeros((R, max(S, 1)), dtype=np.int64)
+        self._batch_len = np.array([len(s) for s in self.skylines], dtype=np.int64)
+        for r, sky in enumerate(self.skylines):
+            if sky:
+                self._batch_coef[r, : len(sky)] = self.candidate_coefficients[sky]
+                self._batch_cand[r, : len(sky)] = sky
+        self._cand_mask = np.array(self.candidates, dtype=np.int64)
+        self._cand_acc = np.array(self.candidate_accuracy, dtype=float)
+
+    # ------------------------------------------------------------------ serving
+
+    def lookup(self, size: float, budget: float) -> Choice:
+        """The most accurate feature set whose cost at ``size`` is at most ``budget``.
+
+        ``O(log #ranges + log #skyline)``: one bisection over ``bounds``, one over the range's
+        skyline with costs evaluated at ``size``. Among equally accurate sets the cheapest at
+        ``size`` is returned; remaining ties go to fewer features, then lower feature indices.
+
+        Raises
+        ------
+        ValueError
+            NaN, infinite or negative ``size`` or ``budget``; ``size`` outside the domain.
+        TypeError
+            Non-numeric arguments.
+        """
+        lo, hi = self.domain
+        try:
+            ok = lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf
+        except TypeError:
+            ok = False
+        if not ok:
+            raise _bad_query(size, budget, self.domain)
+        r = bisect_right(self.bounds, size) - 1
+        sky = self._sky_horner[r]
+        left, right = 0, len(sky)
+        while left < right:
+            mid = (left + right) >> 1
+            c = 0.0
+            for a in sky[mid]:
+                c = c * size + a
+            if c <= budget:
+                left = mid + 1
+            else:
+                right = mid
+        best = left - 1
+        c = 0.0
+        for a in sky[best]:
+            c = c * size + a
+        features, accuracy, key = self._sky_entry[r][best]
+        return Choice(features, accuracy, c, key, self.models)
+
+    def lookup_many(self, sizes, budgets) -> Batch:
+        """Answer many queries at once, vectorised with numpy.
+
+        Parameters
+        ----------
+        sizes, budgets : array-like of float
+            Equal lengths (a scalar budget applies to every size).
+
+        Returns
+        -------
+        Batch
+            Columns ``keys``, ``accuracy``, ``cost``; ``batch[i] == lookup(sizes[i], budgets[i])``.
+        """
+        n, c = check_queries(sizes, budgets, self.domain)
+        r = np.searchsorted(np.asarray(self.bounds), n, side="right") - 1
+        left = np.zeros(len(n), dtype=np.int64)
+        right = self._batch_len[r].copy()
+        W = self._batch_coef.shape[2]
+        while True:
+            active = left < right
+            if not active.any():
+                break
+            mid = (left + right) >> 1
+            coef = self._batch_coef[r, np.minimum(mid, self._batch_coef.shape[1] - 1)]
+            cost = np.zeros(len(n))
+            for k in range(W - 1, -1, -1):
+                cost = cost * n + coef[:, k]
+            fits = cost <= c
+            left = np.where(active & fits, mid + 1, left)
+            right = np.where(active & ~fits, mid, right)
+        best = left - 1
+        coef = self._batch_coef[r, best]
+        cost = np.zeros(len(n))
+        for k in range(W - 1, -1, -1):
+            cost = cost * n + coef[:, k]
+        cand = self._batch_cand[r, best]
+        return Batch(self._cand_mask[cand], self._cand_acc[cand], cost, self)
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """Feature names in index order."""
+        return self.space.names
+
+    def cost_of(self, features, size: float) -> float:
+        """Cost of a feature set (names) at ``size``: the sum of its features' curves."""
+        mask = self.space.mask(features)
+        row = set_cost_matrix(self.costs, [mask])[0]
+        c = 0.0
+        for a in reversed(row.tolist()):
+            c = c * size + a
+        return c
+
+    def skyline_at(self, size: float) -> list[Choice]:
+        """The whole skyline valid at ``size``, cost ascending."""
+        check_query(size, 0.0, self.domain)
+        r = bisect_right(self.bounds, size) - 1
+        out = []
+        for h, (features, accuracy, key) in zip(self._sky_horner[r], self._sky_entry[r]):
+            c = 0.0
+            for a in h:
+                c = c * size + a
+            out.append(Choice(features, accuracy, c, key, self.models))
+        return out
+
+    def check_invariants(self) -> None:
+        """Assert the module's invariants (costs checked at both ends and the middle of each range)."""
+        assert self.bounds and self.bounds[0] == self.domain[0]
+        assert all(a < b for a, b in zip(self.bounds, self.bounds[1:])), "bounds must ascend"
+        assert len(self.bounds) == len(self.skylines)
+        for r, sky in enumerate(self.skylines):
+            accs = [self.candidate_accuracy[c] for c in sky]
+            assert all(a < b for a, b in zip(accs, accs[1:])), f"range {r}: accuracy must strictly ascend"
+            assert sky and not self.candidate_coefficients[sky[0]].any(), f"range {r}: first entry must cost 0"
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} features={len(self.space)} candidates={len(self.candidates)} "
+            f"ranges={len(self.bounds)} entries={sum(map(len, self.skylines))}>"
+        )

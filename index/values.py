@@ -1,0 +1,107 @@
+"""Values passed across the API: what the black box returns and what a lookup answers."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Choice", "Expansion", "check_accuracy"]
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What the black box may return for a feature set: its accuracy and the trained model.
+
+    Parameters
+    ----------
+    accuracy : float
+        In ``[0, 1]``; the quantity polydom maximises.
+    model : object, optional
+        Returned to the caller in :attr:`Choice.model`.
+    """
+
+    accuracy: float
+    model: Any = None
+
+
+def check_accuracy(value, features) -> tuple[float, Any]:
+    """``(accuracy, model)`` from a black-box result, or one clear error naming the set."""
+    if isinstance(value, Expansion):
+        acc, model = value.accuracy, value.model
+    else:
+        acc, model = value, None
+    if isinstance(acc, bool) or not isinstance(acc, numbers.Real):
+        raise TypeError(
+            f"expand({sorted(features)}) must return a number in [0, 1] or an Expansion, got {value!r}"
+        )
+    acc = float(acc)
+    if not (math.isfinite(acc) and 0.0 <= acc <= 1.0):
+        raise ValueError(f"expand({sorted(features)}) returned accuracy {acc!r}; it must be finite and in [0, 1]")
+    return acc, model
+
+
+class Choice(tuple):
+    """The answer to a lookup: which features to compute and which model to apply.
+
+    An immutable tuple ``(features, accuracy, cost, key)`` plus a handle on the model store, built
+    in a few hundred nanoseconds because it sits on the request path.
+
+    Attributes
+    ----------
+    features : frozenset of str
+        The feature set to compute.
+    accuracy : float
+        Its accuracy, as the black box reported it.
+    cost : float
+        The set's cost at the query size (the sum of its features' cost curves there).
+    key : int
+        The set's bitmask over the index's feature order.
+    model : object or None
+        The model trained on exactly ``features`` (loaded on first access for stored indexes).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, features, accuracy, cost, key, models=None):
+        return tuple.__new__(cls, (features, accuracy, cost, key, models))
+
+    @property
+    def features(self) -> frozenset:
+        return self[0]
+
+    @property
+    def accuracy(self) -> float:
+        return self[1]
+
+    @property
+    def cost(self) -> float:
+        return self[2]
+
+    @property
+    def key(self) -> int:
+        return self[3]
+
+    @property
+    def model(self):
+        models = self[4]
+        return None if models is None else models.get(self[3])
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Choice):
+            return NotImplemented
+        return self[:4] == other[:4]
+
+    def __ne__(self, other) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self) -> int:
+        return hash(self[:4])
+
+    def __repr__(self) -> str:
+        return f"Choice(features={sorted(self[0])!r}, accuracy={self[1]!r}, cost={self[2]!r})"
+
+    def __reduce__(self):
+        return (Choice, (self[0], self[1], self[2], self[3], None))

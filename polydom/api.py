@@ -1,0 +1,186 @@
+"""``polydom.build``: validate the inputs once, explore the lattice, build the chosen backend."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from index import CostCurve, PolyDomIndex, as_cost_curve, check_accuracy, index_from_expanded
+from lattice import SANDWICH_MODES, ExpansionCache, Exploration, FeatureSpace, explore
+from lattice import naive_expand_all as _naive_expand_all
+
+__all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "ModelRecorder"]
+
+BACKENDS = ("polydom", "greedy", "greedy-acc", "greedy-cost")
+
+
+def _real(name: str, value, *, low: float, allow_inf: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}")
+    return value
+
+
+def validate_domain(domain) -> tuple[float, float]:
+    """``(lo, hi)`` with ``0 <= lo < hi <= inf``, or one clear error."""
+    try:
+        lo, hi = domain
+    except (TypeError, ValueError):
+        raise TypeError(f"domain must be a pair (lo, hi), got {domain!r}") from None
+    lo = _real("domain lower end", lo, low=0.0)
+    hi = _real("domain upper end", hi, low=0.0, allow_inf=True)
+    if not lo < hi:
+        raise ValueError(f"domain must satisfy lo < hi, got ({lo}, {hi})")
+    return lo, hi
+
+
+def validate_costs(costs, domain) -> tuple[FeatureSpace, tuple[CostCurve, ...]]:
+    """Feature space and cost curves from ``costs``; each curve must be >= 0 on ``domain`` (trap T1)."""
+    if not isinstance(costs, Mapping):
+        raise TypeError(f"costs must be a mapping of feature name to cost curve, got {type(costs).__name__}")
+    if not costs:
+        raise ValueError("costs is empty: at least one feature is required")
+    space = FeatureSpace(costs.keys())
+    curves = []
+    for name, value in costs.items():
+        try:
+            curve = as_cost_curve(value)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"cost curve of feature {name!r}: {exc}") from None
+        if not curve.is_nonnegative(domain):
+            raise ValueError(
+                f"cost curve of feature {name!r} ({list(curve.coefficients)}) is negative somewhere on the "
+                f"domain {domain}; costs must be >= 0 for every size (fit with non-negative coefficients)"
+            )
+        curves.append(curve)
+    return space, tuple(curves)
+
+
+class ModelRecorder:
+    """Adapts the user's ``expand(frozenset) -> float | Expansion`` to the lattice's
+    ``expand(mask) -> float``, validating each result and keeping the models by mask."""
+
+    def __init__(self, space: FeatureSpace, expand: Callable):
+        if not callable(expand):
+            raise TypeError(f"expand must be callable, got {expand!r}")
+        self.space = space
+        self.expand = expand
+        self.models: dict[int, Any] = {}
+
+    def __call__(self, mask: int) -> float:
+        features = self.space.frozenset(mask)
+        acc, model = check_accuracy(self.expand(features), features)
+        if model is not None:
+            self.models[mask] = model
+        return acc
+
+
+def build(
+    costs: Mapping[str, Any],
+    expand: Callable,
+    *,
+    alpha: float = 1.0,
+    e: float = 0.0,
+    domain: tuple[float, float] = (0.0, math.inf),
+    sandwich: str = "all",
+    candidate_alpha: float | None = None,
+    validate: bool = False,
+    backend: str = "polydom",
+    **backend_options,
+) -> PolyDomIndex:
+    """Precompute the index that answers "best model within this budget for this size".
+
+    Parameters
+    ----------
+    costs : mapping of str to CostCurve, sequence of float or 1-D array
+        One cost curve per feature (coefficients lowest degree first); the mapping's order is
+        the feature order. Every curve must be >= 0 on ``domain``.
+    expand : callable
+        The black box: ``expand(frozenset_of_names) -> accuracy`` or an :class:`Expansion`
+        carrying the trained model. Called once per explored set, ``frozenset()`` included.
+    alpha : float, default 1.0
+        Approximation factor (>= 1). At 1 the answers are exact; above, ``alpha * a >= OPT``.
+    e : float, default 0.0
+        Monotonicity tolerance (>= 0): the largest amount by which adding features may lower
+        accuracy. Exactness at ``alpha = 1`` holds when violations are at most ``e``.
+    domain : (lo, hi), default (0, inf)
+        Item sizes the index serves; a size outside is a ``ValueError`` at lookup.
+    sandwich : {"all", "snapshot", "literal"}, default "all"
+        Which expanded pairs may prune a set; see :mod:`lattice.explorer`.
+    candidate_alpha : float, optional
+        Accuracy slack in candidate dominance. ``None`` means 1 (exact, safe); passing ``alpha``
+        reproduces the paper-literal Algorithm 1, whose losses compound.
+    validate : bool, default False
+        Check Theorem 3.13's verdict against a recomputed skyline at every crossing.
+    backend : {"polydom", "greedy", "greedy-acc", "greedy-cost"}, default "polydom"
+
+    Returns
+    -------
+    PolyDomIndex
+        With ``lookup(size, budget) -> Choice`` and ``stats``.
+
+    Examples
+    --------
+    >>> import polydom
+    >>> costs = {"a": [1.0], "b": [0.0, 2.0]}
+    >>> acc = {frozenset(): .5, frozenset("a"): .7, frozenset("b"): .8, frozenset("ab"): .9}
+    >>> index = polydom.build(costs, acc.__getitem__)
+    >>> sorted(index.lookup(size=3, budget=7).features)
+    ['a', 'b']
+    >>> sorted(index.lookup(size=3, budget=6.5).features)
+    ['b']
+    """
+    t0 = time.perf_counter()
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    domain = validate_domain(domain)
+    space, curves = validate_costs(costs, domain)
+    alpha = _real("alpha", alpha, low=1.0)
+    e = _real("e", e, low=0.0)
+    if sandwich not in SANDWICH_MODES:
+        raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
+    cand_alpha = 1.0 if candidate_alpha is None else _real("candidate_alpha", candidate_alpha, low=1.0)
+    recorder = ModelRecorder(space, expand)
+    if backend != "polydom":
+        from greedy import build_greedy
+
+        return build_greedy(space, curves, recorder, domain=domain, backend=backend, **backend_options)
+    if backend_options:
+        raise TypeError(f"unexpected options for the polydom backend: {sorted(backend_options)}")
+    cache = ExpansionCache(recorder)
+    exploration = explore(space, cache, alpha=alpha, e=e, sandwich=sandwich)
+    t1 = time.perf_counter()
+    params = dict(alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=cand_alpha)
+    stats = dict(trained=cache.calls, expanded=len(exploration.accuracy), pruned=len(exploration.pruned), explore_seconds=t1 - t0)
+    index = index_from_expanded(
+        space, curves, exploration.accuracy, domain=domain, candidate_alpha=cand_alpha,
+        validate=validate, models=recorder.models, stats=stats, params=params,
+    )
+    index.exploration = exploration
+    index.stats["build_seconds"] = time.perf_counter() - t0
+    return index
+
+
+def naive_expand_all(features, expand: Callable) -> Exploration:
+    """NaiveExpandAll: call ``expand`` on all ``2**len(features)`` sets, ``{}`` included.
+
+    Parameters
+    ----------
+    features : iterable of str, or a mapping whose keys are the features (e.g. ``costs``)
+    expand : callable
+        As for :func:`build`.
+
+    Returns
+    -------
+    lattice.Exploration
+        ``.expanded_sets()`` maps every set to its accuracy; ``.calls`` is ``2**len(features)``.
+    """
+    space = FeatureSpace(features.keys() if isinstance(features, Mapping) else features)
+    return _naive_expand_all(space, ModelRecorder(space, expand))

@@ -1,0 +1,71 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from index import CostCurve
+
+
+def test_evaluation_and_sum():
+    c = CostCurve([5, 2])
+    assert c(3) == 11.0
+    assert (c + CostCurve([0, 0, 3]))(2) == 21.0
+    assert (c - c)(7) == 0.0
+    assert CostCurve([1, 0, 0]) == CostCurve([1]) and CostCurve([1, 0]).degree == 0
+    assert CostCurve(np.array([1.0, 2.0])) == CostCurve([1, 2])
+    assert hash(CostCurve([1, 2])) == hash(CostCurve([1.0, 2.0]))
+
+
+def test_immutable():
+    c = CostCurve([1])
+    with pytest.raises(AttributeError):
+        c.coefficients = (2,)
+
+
+@pytest.mark.parametrize("bad, exc", [([], ValueError), ([float("nan")], ValueError), ([math.inf], ValueError),
+                                      (["a"], TypeError), ("12", TypeError), (3, TypeError), ([True], TypeError)])
+def test_bad_coefficients(bad, exc):
+    with pytest.raises(exc):
+        CostCurve(bad)
+
+
+def test_le_everywhere_is_exact_for_touching_curves():
+    # 2n <= 1 + n^2 everywhere ((n-1)^2 >= 0) though not coefficient-wise.
+    assert CostCurve([0, 2]).le_everywhere(CostCurve([1, 0, 1]))
+    assert not CostCurve([0, 2.001]).le_everywhere(CostCurve([1, 0, 1]))
+    # 3n^2 vs 5 + 2n: crosses at 5/3.
+    assert not CostCurve([0, 0, 3]).le_everywhere(CostCurve([5, 2]))
+    assert CostCurve([0, 0, 3]).le_everywhere(CostCurve([5, 2]), domain=(0, 5 / 3))
+    assert not CostCurve([0, 0, 3]).le_everywhere(CostCurve([5, 2]), domain=(0, 1.7))
+    # Cubic with an interior minimum: n^3 - 3n + 2.1 >= 0 on [0, inf) (min 0.1 at n=1).
+    assert CostCurve([0, 3]).le_everywhere(CostCurve([2.1, 0, 0, 1]))
+    assert not CostCurve([0, 3]).le_everywhere(CostCurve([1.9, 0, 0, 1]))
+
+
+def test_nonnegative_on_domain():
+    assert CostCurve([1, -1, 1]).is_nonnegative()           # n^2 - n + 1 > 0
+    assert not CostCurve([-0.1, 1]).is_nonnegative()
+    assert CostCurve([-0.1, 1]).is_nonnegative(domain=(0.2, 10))
+    assert not CostCurve([0, 1, -1]).is_nonnegative()       # negative beyond n = 1
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.sampled_from([0.0, 1e-7, 0.5, 1.0, 2.0, 3.0, 1e2]), min_size=1, max_size=4),
+       st.lists(st.sampled_from([0.0, 1e-7, 0.5, 1.0, 2.0, 3.0, 1e2]), min_size=1, max_size=4),
+       st.lists(st.sampled_from([-3.0, -1.0, 0.0, 1.0]), min_size=1, max_size=4))
+def test_le_everywhere_agrees_with_sympy(p, q, shift):
+    """Independent oracle: sympy decides whether q - p < 0 anywhere on [0, oo)."""
+    import sympy
+
+    q = [a + (shift[i] if i < len(shift) else 0.0) for i, a in enumerate(q)]
+    a, b = CostCurve(p), CostCurve(q)
+    n = sympy.Symbol("n", real=True)
+    d = sum(sympy.Rational(c) * n**k for k, c in enumerate(q)) - sum(sympy.Rational(c) * n**k for k, c in enumerate(p))
+    negative_somewhere = sympy.solveset(d < 0, n, sympy.Interval(0, sympy.oo)) != sympy.S.EmptySet
+    assert a.le_everywhere(b) == (not negative_somewhere)
+
+
+def test_expression_is_readable():
+    assert str(CostCurve([5, 0, 3]).expression()) == "3.0*n**2 + 5.0"
