@@ -4,18 +4,23 @@ skyline index with its lookup, and the paper's baselines.
 An internal package of the ``polydom`` distribution; users import from :mod:`polydom`.
 """
 
+from .backends import backend_class, register_backend, registered_backends
 from .baselines import NaiveLookup, PolyDomIndexAll
 from .build import index_from_expanded
 from .candidates import candidate_set, rank_key
 from .costcurve import CostCurve, as_cost_curve, set_cost_matrix
-from .skyline import Batch, PolyDomIndex, check_queries, check_query
+from .skyline import Batch, IndexState, PolyDomIndex, check_queries, check_query
 from .sweep import SweepResult, TheoremViolation, sweep
 from .values import Choice, Expansion, check_accuracy
 
 __polydom_package__ = "index"
 
+register_backend(PolyDomIndex.backend, PolyDomIndex)
+register_backend(PolyDomIndexAll.backend, PolyDomIndexAll)
+
 __all__ = [
+    "register_backend", "backend_class", "registered_backends",
     "CostCurve", "as_cost_curve", "set_cost_matrix", "candidate_set", "rank_key",
-    "sweep", "SweepResult", "TheoremViolation", "PolyDomIndex", "Batch", "check_query", "check_queries",
+    "sweep", "SweepResult", "TheoremViolation", "PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries",
     "NaiveLookup", "PolyDomIndexAll", "index_from_expanded", "Choice", "Expansion", "check_accuracy",
 ]

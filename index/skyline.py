@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from lattice import FeatureSpace
 from .costcurve import CostCurve, set_cost_matrix
 from .values import Choice
 
-__all__ = ["PolyDomIndex", "Batch", "check_query", "check_queries"]
+__all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
 
 
 def _bad_query(size, budget, domain) -> Exception:
@@ -108,6 +108,38 @@ class Batch:
     def features(self, i: int) -> frozenset[str]:
         """Feature names of answer ``i``."""
         return self._index.space.frozenset(int(self.keys[i]))
+
+
+class IndexState(NamedTuple):
+    """A backend-neutral snapshot of an index, for storage.
+
+    Attributes
+    ----------
+    meta : dict
+        JSON-able: ``backend`` tag, ``features`` (ordered names), ``costs`` (coefficients per
+        feature), ``domain``, ``params``, ``stats`` and whatever else the backend needs.
+    arrays : dict of str to numpy.ndarray
+        Flat numeric arrays (1-D, fixed dtype).
+    models : mapping of int to object
+        Trained models by feature-set mask.
+    """
+
+    meta: dict
+    arrays: dict
+    models: Mapping
+
+
+def _jsonable(value):
+    """Plain JSON types: tuples become lists, numpy scalars become Python numbers, inf a string."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
+    return value
 
 
 class PolyDomIndex:
@@ -265,6 +297,64 @@ class PolyDomIndex:
             cost = cost * n + coef[:, k]
         cand = self._batch_cand[r, best]
         return Batch(self._cand_mask[cand], self._cand_acc[cand], cost, self)
+
+    # ------------------------------------------------------------------ state
+
+    def to_state(self) -> "IndexState":
+        """Everything needed to rebuild this index, as JSON-able metadata and flat arrays."""
+        offsets = np.zeros(len(self.skylines) + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(s) for s in self.skylines])
+        flat = [c for s in self.skylines for c in s]
+        meta = {
+            "backend": self.backend,
+            "features": list(self.space.names),
+            "costs": [list(c.coefficients) for c in self.costs],
+            "domain": [self.domain[0], self.domain[1] if math.isfinite(self.domain[1]) else "inf"],
+            "params": _jsonable(self.params),
+            "stats": _jsonable(self.stats),
+        }
+        arrays = {
+            "candidates": np.array(self.candidates, dtype=np.int64),
+            "candidate_accuracy": np.array(self.candidate_accuracy, dtype=np.float64),
+            "bounds": np.array(self.bounds, dtype=np.float64),
+            "skyline_offsets": offsets,
+            "skyline_ids": np.array(flat, dtype=np.int64),
+            "explored_masks": np.array(list(self.explored), dtype=np.int64),
+            "explored_accuracy": np.array(list(self.explored.values()), dtype=np.float64),
+        }
+        return IndexState(meta, arrays, self.models)
+
+    @classmethod
+    def from_state(cls, state: "IndexState") -> "PolyDomIndex":
+        """Inverse of :meth:`to_state`; ``state.models`` may be a lazy mapping."""
+        meta, arrays = state.meta, state.arrays
+        space = FeatureSpace(meta["features"])
+        costs = [CostCurve(c) for c in meta["costs"]]
+        lo, hi = meta["domain"]
+        offsets = arrays["skyline_offsets"].tolist()
+        ids = arrays["skyline_ids"].tolist()
+        skylines = [ids[a:b] for a, b in zip(offsets, offsets[1:])]
+        explored = dict(zip(arrays["explored_masks"].tolist(), arrays["explored_accuracy"].tolist()))
+        return cls(
+            space, costs, (float(lo), float(hi)), arrays["candidates"].tolist(),
+            arrays["candidate_accuracy"].tolist(), arrays["bounds"].tolist(), skylines,
+            models=state.models, explored=explored, stats=meta.get("stats"), params=meta.get("params"),
+        )
+
+    # ------------------------------------------------------------------ storage
+
+    def save(self, path, **options) -> None:
+        """Persist the index, with its models, as an LMDB index at ``path`` (see :mod:`index.store`)."""
+        from .store import save_index
+
+        save_index(self, path, **options)
+
+    def refresh(self) -> bool:
+        """Switch a loaded index to the newest published version at its path; False if unchanged."""
+        store = getattr(self, "_store", None)
+        if store is None:
+            raise RuntimeError("this index was not loaded from a path; nothing to refresh")
+        return store.refresh(self)
 
     # ------------------------------------------------------------------ inspection
 
