@@ -19,11 +19,11 @@ import numpy as np
 
 from lattice import canonical_key
 
-from .poly import le_everywhere_batch
+from .poly import RTOL, le_everywhere_batch
 
 __all__ = ["rank_key", "candidate_set"]
 
-_BLOCK_PAIRS = 1 << 20
+_BLOCK_PAIRS = 1 << 21
 
 
 def rank_key(mask: int, accuracy: float) -> tuple:
@@ -65,15 +65,60 @@ def candidate_set(
     acc = np.array([accuracy[m] for m in masks], dtype=float)
     coef = np.array([coefficients[m] for m in masks], dtype=float).reshape(E, -1)
     lo, hi = domain
+    # Costs at sample sizes: a necessary condition for "r costs no more everywhere" that rules
+    # out most pairs before the exact test.
+    top = hi if np.isfinite(hi) else max(lo, 1.0) * 1e6
+    samples = np.unique(np.concatenate([[lo, top], lo + (top - lo) * np.geomspace(1e-6, 1.0, 14)]))
+    values = _evaluate(coef, samples)
+    if candidate_alpha == 1.0:
+        keep = _exact_candidates(acc, coef, values, lo, hi)
+    else:
+        keep = _alpha_candidates(acc, coef, values, lo, hi, candidate_alpha)
+    return [m for m, k in zip(masks, keep) if k]
+
+
+def _exact_candidates(acc, coef, values, lo, hi) -> np.ndarray:
+    """Exact dominance is transitive, so testing each set against the sets kept so far suffices,
+    provided every possible dominator is tested first: order by accuracy descending, then by
+    summed sample cost (a dominator is no costlier anywhere), then by rank."""
+    E = len(acc)
+    order = np.lexsort((np.arange(E), values.sum(axis=1), -acc))
+    keep = np.zeros(E, dtype=bool)
+    kept = np.zeros(E, dtype=np.int64)
+    n_kept = 0
+    absv, absc = np.abs(values), np.abs(coef)
+    for s in order.tolist():
+        if n_kept:
+            k = kept[:n_kept]
+            ok = np.all(values[k] - values[s] <= RTOL * (absv[k] + absv[s]), axis=1)
+            if ok.any():
+                k = k[ok]
+                if lo >= 0.0 and np.any(np.all(coef[k] - coef[s] <= RTOL * (absc[k] + absc[s]), axis=1)):
+                    continue
+                exact = le_everywhere_batch(coef[k], np.broadcast_to(coef[s], coef[k].shape), lo, hi)
+                if exact.any():
+                    continue
+        keep[s] = True
+        kept[n_kept] = s
+        n_kept += 1
+    return keep
+
+
+def _alpha_candidates(acc, coef, values, lo, hi, candidate_alpha) -> np.ndarray:
+    """The paper-literal Algorithm 1: ``s`` goes when any expanded ``r`` alpha-dominates it, even
+    a dropped one (not transitive; spec §5.3). Vectorised over pairs in blocks."""
+    E = len(acc)
     keep = np.ones(E, dtype=bool)
-    rows_per_block = max(1, _BLOCK_PAIRS // max(E, 1))
+    rows_per_block = max(1, _BLOCK_PAIRS // max(E * values.shape[1], 1))
+    absv = np.abs(values)
     for start in range(0, E, rows_per_block):
         stop = min(E, start + rows_per_block)
-        # s indexes the set under test, r its possible dominator.
-        s_idx, r_idx = np.nonzero(candidate_alpha * acc[None, :] >= acc[start:stop, None])
+        ids = np.arange(start, stop)
+        maybe = candidate_alpha * acc[None, :] >= acc[start:stop, None]
+        maybe[ids - start, ids] = False
+        maybe &= np.all(values[None, :, :] - values[start:stop, None, :] <= RTOL * (absv[None, :, :] + absv[start:stop, None, :]), axis=2)
+        s_idx, r_idx = np.nonzero(maybe)
         s_idx += start
-        distinct = s_idx != r_idx
-        s_idx, r_idx = s_idx[distinct], r_idx[distinct]
         if len(s_idx) == 0:
             continue
         cheaper = le_everywhere_batch(coef[r_idx], coef[s_idx], lo, hi)
@@ -85,4 +130,12 @@ def candidate_set(
             w = np.nonzero(may_win)[0]
             wins[w] = le_everywhere_batch(coef[s_idx[w]], coef[r_idx[w]], lo, hi)
         keep[np.unique(s_idx[~wins])] = False
-    return [m for m, k in zip(masks, keep) if k]
+    return keep
+
+
+def _evaluate(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Each row of ``coef`` at each of the sizes ``x``: shape ``(rows, len(x))``."""
+    out = np.zeros((coef.shape[0], len(x)))
+    for k in range(coef.shape[1] - 1, -1, -1):
+        out = out * x[None, :] + coef[:, k : k + 1]
+    return out

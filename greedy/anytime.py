@@ -1,0 +1,98 @@
+"""Anytime retrieval (spec §9.4): walk a λ's sequence while the next feature still fits the budget.
+
+Both walks stop at the first feature that does not fit and never skip ahead: models exist only
+for prefixes of a sequence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+__all__ = ["walk_predicted", "walk_measured"]
+
+
+def walk_predicted(horners: Sequence[Sequence[float]], size: float, budget: float) -> tuple[int, float]:
+    """Length of the longest prefix whose predicted cost at ``size`` fits ``budget``.
+
+    Parameters
+    ----------
+    horners : sequence of sequence of float
+        Per feature of the sequence, in walk order: its cost coefficients highest degree first.
+    size, budget : float
+
+    Returns
+    -------
+    (length, spent) : (int, float)
+        ``spent`` is the prefix's cost at ``size``, summed in walk order; ``spent <= budget``.
+
+    Notes
+    -----
+    ``O(len(horners) * degree)``.
+
+    Examples
+    --------
+    >>> walk_predicted([(1.0,), (10.0, 0.0), (0.5,)], size=2.0, budget=12.0)
+    (1, 1.0)
+    """
+    spent = 0.0
+    length = 0
+    for h in horners:
+        c = 0.0
+        for a in h:
+            c = c * size + a
+        if spent + c > budget:
+            break
+        spent += c
+        length += 1
+    return length, spent
+
+
+def walk_measured(
+    names: Sequence[str],
+    horners: Sequence[Sequence[float]],
+    size: float,
+    budget: float,
+    compute: Callable[[str], object],
+    clock: Callable[[], float],
+) -> tuple[int, float]:
+    """Compute features in walk order, each only if the time used so far plus its predicted cost
+    at ``size`` still fits ``budget``.
+
+    Parameters
+    ----------
+    names, horners : sequences of the same length
+        The sequence's feature names and their cost coefficients (highest degree first).
+    size, budget : float
+    compute : callable
+        ``compute(name)``, called once per feature started; its return value is ignored (the
+        caller keeps the feature values).
+    clock : callable
+        ``clock() -> seconds``; read once before the first feature and once after each.
+
+    Returns
+    -------
+    (length, elapsed) : (int, float)
+        The number of features computed -- the last complete prefix -- and the measured time.
+        ``elapsed <= budget`` whenever every feature took at most its predicted cost; a feature
+        that overruns its prediction still counts once computed (its time is spent either way),
+        so ``elapsed`` may then exceed ``budget``, but no further feature is started.
+
+    Examples
+    --------
+    >>> ticks = iter([0.0, 1.0, 4.0])
+    >>> walk_measured(["a", "b", "c"], [(1.0,), (2.0,), (2.0,)], 1.0, 5.0, lambda f: None, lambda: next(ticks))
+    (2, 4.0)
+    """
+    start = clock()
+    elapsed = 0.0
+    length = 0
+    for name, h in zip(names, horners):
+        c = 0.0
+        for a in h:
+            c = c * size + a
+        if elapsed + c > budget:
+            break
+        compute(name)
+        elapsed = clock() - start
+        length += 1
+    return length, elapsed

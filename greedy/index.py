@@ -1,0 +1,339 @@
+"""The Greedy index: one feature sequence per λ, the prefix skyline at ``n0``, and anytime lookups.
+
+Invariants (checked by :meth:`GreedyIndex.check_invariants`):
+
+* ``sequences[i]`` is a permutation of all features (the order Greedy added them for
+  ``lambdas[i]``); every prefix of every sequence has an accuracy in ``accuracy``.
+* ``skyline`` covers the prefixes of all sequences: costs at ``n0`` strictly ascending,
+  accuracies strictly ascending, the first entry costing 0 -- so every budget ``>= 0`` selects an
+  entry.
+* A lookup returns a prefix of one sequence whose predicted cost at the query size is at most the
+  budget; ``{}`` (the prior model) when not even the sequence's first feature fits.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
+from lattice import FeatureSpace
+
+from .anytime import walk_measured, walk_predicted
+from .skyline import SkylineEntry, prefix_masks, prefix_skyline
+
+__all__ = ["GreedyIndex"]
+
+
+class GreedyIndex:
+    """Greedy's two indexes (spec §9.3) and its anytime retrieval (spec §9.4).
+
+    Built by :func:`polydom.build` with ``backend="greedy"``, ``"greedy-acc"`` or
+    ``"greedy-cost"``; see the module docstring for the invariants.
+
+    Parameters
+    ----------
+    space : FeatureSpace
+    costs : sequence of CostCurve
+        Per feature, in ``space`` order.
+    domain : (lo, hi)
+    n0 : float
+        The expansion size: costs at ``n0`` ordered the sequences and order the skyline.
+    lambdas : sequence of float
+        The λ grid, in the order the sequences were built.
+    sequences : sequence of sequence of int
+        Per λ, the feature indices in the order they were added.
+    accuracy : mapping of int to float
+        Every set the expansion trained (bitmask -> accuracy); must cover every prefix.
+    models : mapping of mask to model, optional
+        Anything with ``.get(mask)``; stored indexes pass a lazy loader.
+    stats, params : mapping, optional
+    backend : {"greedy", "greedy-acc", "greedy-cost"}, default "greedy"
+        The tag stored with the index.
+
+    Attributes
+    ----------
+    skyline : list of SkylineEntry
+        The prefix skyline at ``n0``.
+    """
+
+    backend = "greedy"
+
+    def __init__(
+        self,
+        space: FeatureSpace,
+        costs: Sequence[CostCurve],
+        domain: tuple[float, float],
+        *,
+        n0: float,
+        lambdas: Sequence[float],
+        sequences: Sequence[Sequence[int]],
+        accuracy: Mapping[int, float],
+        models: Mapping[int, Any] | None = None,
+        stats: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        backend: str = "greedy",
+    ):
+        self.space = space
+        self.costs = tuple(costs)
+        self.domain = (float(domain[0]), float(domain[1]))
+        self.n0 = float(n0)
+        self.lambdas = tuple(float(lam) for lam in lambdas)
+        self.sequences = tuple(tuple(int(f) for f in s) for s in sequences)
+        self.accuracy = {int(m): float(a) for m, a in accuracy.items()}
+        self.models = models if models is not None else {}
+        self.stats = dict(stats or {})
+        self.params = dict(params or {})
+        self.backend = backend
+        if len(self.sequences) != len(self.lambdas):
+            raise ValueError(f"{len(self.lambdas)} lambdas but {len(self.sequences)} sequences")
+        for s in self.sequences:
+            if sorted(s) != list(range(len(space))):
+                raise ValueError(f"sequence {list(s)} is not a permutation of the {len(space)} features")
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Plain lists for the lookup hot path, and dense arrays for ``lookup_many``."""
+        self.step_costs = [c(self.n0) for c in self.costs]
+        self.skyline: list[SkylineEntry] = prefix_skyline(self.sequences, self.accuracy, self.step_costs)
+        distinct = list(dict.fromkeys(self.sequences))
+        seq_id = [distinct.index(s) for s in self.sequences]
+        horner = [tuple(reversed(c.coefficients)) for c in self.costs]
+        names = self.space.names
+        self._seq_names = [tuple(names[f] for f in s) for s in distinct]
+        self._seq_horner = [tuple(horner[f] for f in s) for s in distinct]
+        self._seq_prefix = [
+            [(self.space.frozenset(m), self.accuracy[m], m) for m in prefix_masks(s)] for s in distinct
+        ]
+        self._sky_cost = [e.cost for e in self.skyline]
+        self._sky_seq = [seq_id[e.lam] for e in self.skyline]
+        # lookup_many: the per-feature coefficients (padded, highest degree first) and, per
+        # distinct sequence, its order and its prefixes' masks and accuracies.
+        width = max(len(c.coefficients) for c in self.costs)
+        self._feature_horner = np.array([c.padded(width)[::-1] for c in self.costs])
+        self._order = np.array(distinct, dtype=np.int64).reshape(len(distinct), len(self.space))
+        self._prefix_key = np.array([[m for _, _, m in p] for p in self._seq_prefix], dtype=np.int64)
+        self._prefix_acc = np.array([[a for _, a, _ in p] for p in self._seq_prefix], dtype=np.float64)
+        self._sky_cost_arr = np.array(self._sky_cost, dtype=np.float64)
+        self._sky_seq_arr = np.array(self._sky_seq, dtype=np.int64)
+
+    # ------------------------------------------------------------------ serving
+
+    def lookup(self, size: float, budget: float) -> Choice:
+        """Walk the sequence chosen by ``budget`` at ``n0`` while the features fit at ``size``.
+
+        The skyline entry with the largest cost at ``n0`` that is ``<= budget`` names a λ; its
+        sequence is walked from the first feature, adding each while the running predicted cost
+        at ``size`` stays ``<= budget``, stopping at the first that does not fit. The answer is
+        the last complete prefix -- it may hold more or fewer features than the skyline entry,
+        since ``size`` need not be ``n0``.
+
+        ``O(log #skyline + |F| * degree)``.
+
+        Returns
+        -------
+        Choice
+            The prefix, its accuracy, its predicted cost at ``size`` (``<= budget``) and its model.
+
+        Raises
+        ------
+        ValueError
+            NaN, infinite or negative ``size`` or ``budget``; ``size`` outside the domain.
+        TypeError
+            Non-numeric arguments.
+        """
+        check_query(size, budget, self.domain)
+        j = bisect_right(self._sky_cost, budget) - 1
+        # j < 0 cannot happen for a valid budget (the first entry costs 0); kept as the spec's rule.
+        sid = self._sky_seq[j if j > 0 else 0]
+        length, spent = walk_predicted(self._seq_horner[sid], size, budget)
+        features, accuracy, key = self._seq_prefix[sid][length]
+        return Choice(features, accuracy, spent, key, self.models)
+
+    def anytime(
+        self,
+        size: float,
+        budget: float,
+        compute: Callable[[str], object],
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> Choice:
+        """Measured mode: compute the chosen sequence's features for real, one at a time.
+
+        The sequence is chosen as in :meth:`lookup`. Before each feature, the time elapsed since
+        the call began plus the feature's predicted cost at ``size`` must fit ``budget``;
+        otherwise the walk stops. This adapts to costs that differ from their predictions:
+        faster features leave room for more, a slow one stops the walk early.
+
+        Parameters
+        ----------
+        size, budget : float
+            As for :meth:`lookup`; ``budget`` is in the clock's unit.
+        compute : callable
+            ``compute(feature_name)``, called once per feature in walk order; keep the values
+            yourself (the return value is ignored).
+        clock : callable, default time.perf_counter
+            ``clock() -> float``, read once at the start and once after each feature.
+
+        Returns
+        -------
+        Choice
+            The last complete prefix and its model. **Its ``cost`` is the measured elapsed
+            time**, not a prediction. It is ``<= budget`` when no feature took longer than
+            predicted; a feature that overran is still kept once computed, so ``cost`` may then
+            exceed ``budget``, but no further feature is started.
+        """
+        check_query(size, budget, self.domain)
+        if not callable(compute):
+            raise TypeError(f"compute must be callable, got {compute!r}")
+        j = bisect_right(self._sky_cost, budget) - 1
+        sid = self._sky_seq[j if j > 0 else 0]
+        length, elapsed = walk_measured(self._seq_names[sid], self._seq_horner[sid], size, budget, compute, clock)
+        features, accuracy, key = self._seq_prefix[sid][length]
+        return Choice(features, accuracy, float(elapsed), key, self.models)
+
+    def lookup_many(self, sizes, budgets) -> Batch:
+        """Answer many queries at once, vectorised with numpy.
+
+        Parameters
+        ----------
+        sizes, budgets : array-like of float
+            Equal lengths (a scalar budget applies to every size).
+
+        Returns
+        -------
+        Batch
+            ``batch[i] == lookup(sizes[i], budgets[i])``, bit for bit.
+        """
+        n, c = check_queries(sizes, budgets, self.domain)
+        entry = np.maximum(np.searchsorted(self._sky_cost_arr, c, side="right") - 1, 0)
+        sid = self._sky_seq_arr[entry]
+        per_feature = np.zeros((len(n), len(self.space)))
+        for column in self._feature_horner.T:
+            per_feature = per_feature * n[:, None] + column[None, :]
+        rows = np.arange(len(n))[:, None]
+        # np.cumsum adds left to right, exactly as the scalar walk accumulates ``spent``.
+        spent = np.cumsum(per_feature[rows, self._order[sid]], axis=1)
+        over = spent > c[:, None]
+        length = np.where(over.any(axis=1), over.argmax(axis=1), len(self.space))
+        cost = np.where(length > 0, spent[np.arange(len(n)), np.maximum(length - 1, 0)], 0.0)
+        return Batch(self._prefix_key[sid, length], self._prefix_acc[sid, length], cost, self)
+
+    # ------------------------------------------------------------------ state
+
+    def to_state(self) -> IndexState:
+        """Everything needed to rebuild this index, as JSON-able metadata and flat arrays.
+
+        ``arrays``: ``lambdas`` (float64, ``inf`` kept), ``sequences`` (int64, ``len(lambdas)``
+        rows of ``len(features)`` concatenated), ``trained_masks`` / ``trained_accuracy``. The
+        skyline is derived from these and ``n0``, so it is not stored.
+        """
+        meta = {
+            "backend": self.backend,
+            "features": list(self.space.names),
+            "costs": [list(c.coefficients) for c in self.costs],
+            "domain": [self.domain[0], self.domain[1] if math.isfinite(self.domain[1]) else "inf"],
+            "n0": self.n0,
+            "params": _jsonable(self.params),
+            "stats": _jsonable(self.stats),
+        }
+        arrays = {
+            "lambdas": np.array(self.lambdas, dtype=np.float64),
+            "sequences": np.array([f for s in self.sequences for f in s], dtype=np.int64),
+            "trained_masks": np.array(list(self.accuracy), dtype=np.int64),
+            "trained_accuracy": np.array(list(self.accuracy.values()), dtype=np.float64),
+        }
+        return IndexState(meta, arrays, self.models)
+
+    @classmethod
+    def from_state(cls, state: IndexState) -> "GreedyIndex":
+        """Inverse of :meth:`to_state`; ``state.models`` may be a lazy mapping."""
+        meta, arrays = state.meta, state.arrays
+        space = FeatureSpace(meta["features"])
+        lo, hi = meta["domain"]
+        flat = arrays["sequences"].tolist()
+        width = len(space)
+        sequences = [flat[i : i + width] for i in range(0, len(flat), width)]
+        accuracy = dict(zip(arrays["trained_masks"].tolist(), arrays["trained_accuracy"].tolist()))
+        return cls(
+            space, [CostCurve(c) for c in meta["costs"]], (float(lo), float(hi)),
+            n0=float(meta["n0"]), lambdas=arrays["lambdas"].tolist(), sequences=sequences, accuracy=accuracy,
+            models=state.models, stats=meta.get("stats"), params=meta.get("params"), backend=meta["backend"],
+        )
+
+    # ------------------------------------------------------------------ storage
+
+    def save(self, path, **options) -> None:
+        """Persist the index, with its models, as an LMDB index at ``path`` (see :mod:`index.store`)."""
+        from index.store import save_index
+
+        save_index(self, path, **options)
+
+    def refresh(self) -> bool:
+        """Switch a loaded index to the newest published version at its path; False if unchanged."""
+        store = getattr(self, "_store", None)
+        if store is None:
+            raise RuntimeError("this index was not loaded from a path; nothing to refresh")
+        return store.refresh(self)
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """Feature names in index order."""
+        return self.space.names
+
+    def sequence(self, lam: float) -> tuple[str, ...]:
+        """The feature names of λ's sequence, in the order Greedy added them.
+
+        Raises
+        ------
+        KeyError
+            ``lam`` is not in the grid.
+        """
+        try:
+            i = self.lambdas.index(float(lam))
+        except ValueError:
+            raise KeyError(f"λ = {lam!r} is not in the grid {list(self.lambdas)}") from None
+        return tuple(self.space.names[f] for f in self.sequences[i])
+
+    def cost_of(self, features, size: float) -> float:
+        """Cost of a feature set (names) at ``size``: its features' costs summed in feature order."""
+        mask = self.space.mask(features)
+        return sum(c(size) for i, c in enumerate(self.costs) if mask >> i & 1)
+
+    def check_invariants(self) -> None:
+        """Assert the module's invariants."""
+        width = len(self.space)
+        for s in self.sequences:
+            assert sorted(s) == list(range(width)), "each sequence must be a permutation of the features"
+            assert all(m in self.accuracy for m in prefix_masks(s)), "every prefix must be trained"
+        sky = self.skyline
+        assert sky and sky[0].cost == 0.0, "the first skyline entry must cost 0 at n0"
+        assert all(a.cost < b.cost for a, b in zip(sky, sky[1:])), "skyline costs must strictly ascend"
+        assert all(a.accuracy < b.accuracy for a, b in zip(sky, sky[1:])), "skyline accuracies must strictly ascend"
+        for e in sky:
+            assert prefix_masks(self.sequences[e.lam])[e.position] == e.mask, "entry must be its (λ, position) prefix"
+
+    def __repr__(self) -> str:
+        return (
+            f"<GreedyIndex backend={self.backend!r} features={len(self.space)} lambdas={len(self.lambdas)} "
+            f"sequences={len(self._seq_names)} entries={len(self.skyline)} n0={self.n0}>"
+        )
+
+
+def _jsonable(value):
+    """Plain JSON types: tuples become lists, numpy scalars Python numbers, non-finite floats strings."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
+    return value

@@ -1,0 +1,128 @@
+"""Measured mode: ``index.anytime`` with an injected clock (spec §9.4)."""
+
+import math
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import polydom
+
+
+class FakeClock:
+    """A clock that only moves when a feature is computed, by that feature's actual cost."""
+
+    def __init__(self, actual):
+        self.now = 0.0
+        self.actual = actual
+        self.computed = []
+
+    def __call__(self):
+        return self.now
+
+    def compute(self, name):
+        self.computed.append(name)
+        self.now += self.actual[name]
+
+
+def _index(n_features=8, seed=0, k=None, backend="greedy"):
+    inst = polydom.make_synthetic(n_features, k=k, seed=seed)
+
+    def expand(fs):
+        return polydom.Expansion(inst.expand(fs), model=("m", fs))
+
+    return inst, polydom.build(inst.costs, expand, backend=backend, n0=1.0, domain=(1.0, 500.0))
+
+
+@pytest.mark.parametrize("size", [1.0, 7.0, 50.0])
+@pytest.mark.parametrize("backend", ["greedy", "greedy-acc", "greedy-cost"])
+def test_exact_predictions_reproduce_lookup(size, backend):
+    inst, index = _index(backend=backend)
+    actual = {f: inst.costs[f](size) for f in inst.costs}
+    for budget in (0.0, 50.0, 300.0, 1e3, 1e4, 1e5):
+        clock = FakeClock(actual)
+        got = index.anytime(size, budget, clock.compute, clock=clock)
+        want = index.lookup(size, budget)
+        assert got.features == want.features and got.key == want.key and got.accuracy == want.accuracy
+        assert got.cost == want.cost <= budget
+        assert got.model == ("m", got.features)
+        assert frozenset(clock.computed) == got.features
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    st.integers(0, 20), st.sampled_from([1, None]), st.floats(1.0, 500.0),
+    st.floats(0.0, 2e4), st.lists(st.floats(0.0, 1.0), min_size=8, max_size=8),
+)
+def test_features_no_slower_than_predicted_stay_within_budget(seed, k, size, budget, speed):
+    inst, index = _index(seed=seed, k=k)
+    names = list(inst.costs)
+    actual = {f: inst.costs[f](size) * s for f, s in zip(names, speed)}
+    clock = FakeClock(actual)
+    got = index.anytime(size, budget, clock.compute, clock=clock)
+    predicted = index.lookup(size, budget)
+    assert got.cost <= budget
+    assert math.isclose(got.cost, sum(actual[f] for f in got.features), rel_tol=1e-9, abs_tol=1e-9)
+    # Same sequence, computed in order; faster features can only leave room for more.
+    assert frozenset(clock.computed[: len(predicted.features)]) == predicted.features
+    assert frozenset(clock.computed) == got.features
+    assert got.model == ("m", got.features)
+
+
+def _walked_sequence(index, budget):
+    entries = [e for e in index.skyline if e.cost <= budget] or index.skyline[:1]
+    return index.sequence(index.lambdas[entries[-1].lam])
+
+
+def test_overrunning_feature_stops_the_walk_early():
+    inst, index = _index(seed=2, k=None)
+    size, budget = 1.0, 1e4
+    predicted = index.lookup(size, budget)
+    walked = _walked_sequence(index, budget)
+    assert predicted.features == frozenset(walked)
+    actual = {f: inst.costs[f](size) for f in inst.costs}
+    # The first feature overruns its prediction, leaving less room than the second predicts.
+    actual[walked[0]] = budget - inst.costs[walked[1]](size) / 2
+    clock = FakeClock(actual)
+    got = index.anytime(size, budget, clock.compute, clock=clock)
+    assert clock.computed == [walked[0]]
+    assert got.features == frozenset(walked[:1]) and got.cost == actual[walked[0]] <= budget
+    assert got.model == ("m", got.features)
+
+
+def test_overrun_past_the_budget_keeps_the_computed_prefix_and_reports_measured_time():
+    inst, index = _index(seed=1, k=None)
+    size, budget = 1.0, 1e4
+    first = index.lookup(size, budget)
+    clock = FakeClock({f: 2 * budget for f in inst.costs})
+    got = index.anytime(size, budget, clock.compute, clock=clock)
+    assert len(clock.computed) == 1 and len(first.features) >= 1
+    assert got.features == frozenset(clock.computed) and got.cost == 2 * budget
+
+
+def test_default_clock_and_argument_checks():
+    inst, index = _index(n_features=4)
+    seen = []
+    got = index.anytime(1.0, 1e9, seen.append)
+    assert got.features == frozenset(seen) == frozenset(inst.costs)
+    assert 0.0 <= got.cost < 10.0
+    with pytest.raises(ValueError, match="NaN"):
+        index.anytime(1.0, math.nan, seen.append)
+    with pytest.raises(ValueError, match="outside"):
+        index.anytime(600.0, 1.0, seen.append)
+    with pytest.raises(TypeError, match="compute"):
+        index.anytime(1.0, 1.0, None)
+
+
+def test_real_time_budget_is_respected_with_sleeping_features():
+    costs = {"a": [0.002], "b": [0.002], "c": [0.002]}
+    acc = {frozenset(): 0.5, frozenset("a"): 0.6, frozenset("b"): 0.55, frozenset("c"): 0.52}
+    for fs in ("ab", "ac", "bc", "abc"):
+        acc[frozenset(fs)] = 0.6 + 0.05 * len(fs)
+    index = polydom.build(costs, acc.__getitem__, backend="greedy-acc", n0=1.0)
+    slow = {"a": 0.0, "b": 0.05, "c": 0.0}
+    got = index.anytime(1.0, 0.02, lambda f: time.sleep(slow[f]))
+    # a is instant, b overruns its 2 ms prediction by far: c is never started.
+    assert index.sequence(0.0)[:2] == ("a", "b")
+    assert got.features == frozenset("ab") and got.cost >= 0.05
