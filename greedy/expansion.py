@@ -94,16 +94,23 @@ def greedy_sequences(
             if lam == math.inf:
                 best = _cheapest(remaining, current, a_current, step_costs, trained)
             else:
-                best = max(
-                    remaining,
-                    key=lambda f: (trained(current | 1 << f) - a_current - lam * step_costs[f], -step_costs[f], -f),
-                )
+                best = _best_gain(remaining, current, a_current, lam, step_costs, trained)
             order.append(best)
             remaining.remove(best)
             current |= 1 << best
         trained(current)
         sequences.append(tuple(order))
     return GreedyExpansion(tuple(sequences), trained.accuracy)
+
+
+def _best_gain(remaining, current, a_current, lam, step_costs, trained) -> int:
+    """The finite-λ choice: largest gain; ties to the cheaper feature, then the lower index (T14)."""
+    best, best_key = -1, None
+    for f in remaining:
+        key = (trained(current | 1 << f) - a_current - lam * step_costs[f], -step_costs[f], -f)
+        if best_key is None or key > best_key:
+            best, best_key = f, key
+    return best
 
 
 def _cheapest(remaining, current, a_current, step_costs, trained) -> int:

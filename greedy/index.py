@@ -60,6 +60,21 @@ class GreedyIndex:
     ----------
     skyline : list of SkylineEntry
         The prefix skyline at ``n0``.
+    step_costs : list of float
+        ``c(f, n0)`` per feature.
+    accuracy : dict of int to float
+        Every trained set's accuracy (for inspection and audits).
+
+    Examples
+    --------
+    >>> import polydom
+    >>> costs = {"a": [1.0], "b": [0.0, 2.0]}
+    >>> acc = {frozenset(): .5, frozenset("a"): .7, frozenset("b"): .8, frozenset("ab"): .9}
+    >>> index = polydom.build(costs, acc.__getitem__, backend="greedy-acc", n0=1.0)
+    >>> index.sequence(0.0)
+    ('b', 'a')
+    >>> sorted(index.lookup(size=3.0, budget=6.5).features)
+    ['b']
     """
 
     backend = "greedy"

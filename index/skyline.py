@@ -13,6 +13,7 @@ Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
 from __future__ import annotations
 
 import math
+import sys
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -23,6 +24,9 @@ from lattice import FeatureSpace
 
 from .costcurve import CostCurve, set_cost_matrix
 from .values import Choice
+
+_FLOAT_MAX = sys.float_info.max
+_new_choice = tuple.__new__
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
 
@@ -215,6 +219,9 @@ class PolyDomIndex:
             if sky:
                 self._batch_coef[r, : len(sky)] = self.candidate_coefficients[sky]
                 self._batch_cand[r, : len(sky)] = sky
+        self._lo = self.domain[0]
+        # A finite upper limit makes one chained comparison reject NaN and inf as well.
+        self._size_max = self.domain[1] if math.isfinite(self.domain[1]) else _FLOAT_MAX
         self._cand_mask = np.array(self.candidates, dtype=np.int64)
         self._cand_acc = np.array(self.candidate_accuracy, dtype=float)
 
@@ -234,9 +241,8 @@ class PolyDomIndex:
         TypeError
             Non-numeric arguments.
         """
-        lo, hi = self.domain
         try:
-            ok = lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf
+            ok = self._lo <= size <= self._size_max and 0.0 <= budget <= _FLOAT_MAX
         except TypeError:
             ok = False
         if not ok:
@@ -253,12 +259,11 @@ class PolyDomIndex:
                 left = mid + 1
             else:
                 right = mid
-        best = left - 1
         c = 0.0
-        for a in sky[best]:
+        for a in sky[left - 1]:
             c = c * size + a
-        features, accuracy, key = self._sky_entry[r][best]
-        return Choice(features, accuracy, c, key, self.models)
+        features, accuracy, key = self._sky_entry[r][left - 1]
+        return _new_choice(Choice, (features, accuracy, c, key, self.models))
 
     def lookup_many(self, sizes, budgets) -> Batch:
         """Answer many queries at once, vectorised with numpy.

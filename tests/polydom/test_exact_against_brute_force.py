@@ -126,9 +126,11 @@ def test_baselines_and_batch_answer_identically(instance, rng):
     for i, (size, budget) in enumerate(queries):
         one = index.lookup(size, budget)
         assert batch[i] == one
-        for other in (every.lookup(size, budget), naive.lookup(size, budget), naive.lookup_numpy(size, budget)):
-            assert other.accuracy == one.accuracy
-            assert math.isclose(other.cost, one.cost, rel_tol=1e-9, abs_tol=1e-300)
+        for other in (every.lookup, naive.lookup, naive.lookup_numpy):
+            brute.check(other(size, budget), size, budget)
+            # At a budget within rounding of a cost the answers may differ; bracket them.
+            assert other(size, budget * (1 - 1e-9)).accuracy <= one.accuracy
+            assert one.accuracy <= other(size, budget * (1 + 1e-9)).accuracy
 
 
 @pytest.mark.parametrize("seed", range(4))
