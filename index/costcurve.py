@@ -58,6 +58,9 @@ class CostCurve:
     def __setattr__(self, name, value):
         raise AttributeError("CostCurve is immutable")
 
+    def __reduce__(self):
+        return (CostCurve, (self.coefficients,))
+
     @property
     def degree(self) -> int:
         """Degree of the polynomial (0 for a constant, including the zero curve)."""

@@ -45,17 +45,21 @@ class ExpansionCache:
     expand : callable
         ``expand(mask) -> float``: train and score a model on exactly the features in ``mask``.
         Whatever else the caller needs (the model) it keeps itself, keyed by mask.
+    expand_many : callable, optional
+        ``expand_many(masks) -> list of float``: the same for a batch, in order. The explorer
+        hands it a whole lattice layer at once, so it may train the sets in parallel.
 
     Attributes
     ----------
     accuracy : dict[int, float]
         Every set trained so far.
     calls : int
-        Number of black-box calls (equals ``len(accuracy)``).
+        Number of sets the black box was asked to train.
     """
 
-    def __init__(self, expand: Callable[[int], float]):
+    def __init__(self, expand: Callable[[int], float], expand_many: Callable[[list[int]], list[float]] | None = None):
         self._expand = expand
+        self._expand_many = expand_many
         self.accuracy: dict[int, float] = {}
         self.calls = 0
 
@@ -66,6 +70,21 @@ class ExpansionCache:
             self.calls += 1
             self.accuracy[mask] = acc
         return acc
+
+    def many(self, masks: list[int]) -> list[float]:
+        """Accuracies of ``masks``, training the uncached ones as one batch."""
+        todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy]
+        if todo:
+            if self._expand_many is None:
+                for m in todo:
+                    self(m)
+            else:
+                results = list(self._expand_many(todo))
+                if len(results) != len(todo):
+                    raise RuntimeError(f"expand_many returned {len(results)} results for {len(todo)} sets")
+                self.calls += len(todo)
+                self.accuracy.update(zip(todo, results))
+        return [self.accuracy[m] for m in masks]
 
 
 @dataclass
@@ -199,12 +218,10 @@ def explore(
             low, high = _frontier_low_high(s, bottom, top)
         return low > -math.inf and high < math.inf and alpha * (low - e) >= high
 
-    def do_expand(s: int) -> float:
-        a = cache(s)
+    def record(s: int, a: float) -> None:
         acc[s] = a
         if arrays is not None:
             arrays.add(s, a)
-        return a
 
     active_top, active_bot = {space.full}, {0}
     while active_top or active_bot:
@@ -215,35 +232,54 @@ def explore(
         for direction in ("top", "bottom"):
             active = active_top if direction == "top" else active_bot
             grown = next_top if direction == "top" else next_bot
-            newly: list[int] = []
-            for s in sorted(active, key=canonical_key):
-                if s in acc:
-                    continue
-                if sandwich == "snapshot":
-                    pruned = sandwiched(s, snap_bot, snap_top)
-                else:
-                    pruned = sandwiched(s, frontier_bot, frontier_top)
-                if pruned:
-                    result.pruned.add(s)
-                    continue
-                a = do_expand(s)
-                newly.append(s)
-                if direction == "top":
-                    grown.update(space.children(s))
-                    frontier_top[s] = a
-                    for p in space.parents(s):
-                        frontier_top.pop(p, None)
-                else:
-                    grown.update(space.parents(s))
-                    frontier_bot[s] = a
-                    for c in space.children(s):
-                        frontier_bot.pop(c, None)
+            if sandwich == "literal":
+                # The live frontiers change while the layer is processed: strictly one at a time.
+                newly = []
+                for s in sorted(active, key=canonical_key):
+                    if s in acc:
+                        continue
+                    if sandwiched(s, frontier_bot, frontier_top):
+                        result.pruned.add(s)
+                        continue
+                    record(s, cache(s))
+                    newly.append(s)
+                    _advance_frontier(space, direction, s, acc[s], grown, frontier_bot, frontier_top)
+            else:
+                # A layer's sets all have one size, so none can sandwich another: test the whole
+                # layer first, then train it as one batch. The explored sets are those of the
+                # one-at-a-time loop; only the training may run in parallel.
+                bottom, top = (snap_bot, snap_top) if sandwich == "snapshot" else (frontier_bot, frontier_top)
+                newly = []
+                for s in sorted(active, key=canonical_key):
+                    if s in acc:
+                        continue
+                    if sandwiched(s, bottom, top):
+                        result.pruned.add(s)
+                    else:
+                        newly.append(s)
+                for s, a in zip(newly, cache.many(newly)):
+                    record(s, a)
+                    _advance_frontier(space, direction, s, a, grown, frontier_bot, frontier_top)
             if covering:
                 _apply_covering(space, direction, newly, grown, frontier_bot, frontier_top, alpha, e)
         active_top, active_bot = next_top, next_bot
     result.pruned -= set(acc)
     result.calls = cache.calls - calls_before
     return result
+
+
+def _advance_frontier(space, direction, s, a, grown, frontier_bot, frontier_top) -> None:
+    """Queue the next layer's neighbours of freshly expanded ``s`` and update the frontiers."""
+    if direction == "top":
+        grown.update(space.children(s))
+        frontier_top[s] = a
+        for p in space.parents(s):
+            frontier_top.pop(p, None)
+    else:
+        grown.update(space.parents(s))
+        frontier_bot[s] = a
+        for c in space.children(s):
+            frontier_bot.pop(c, None)
 
 
 def _apply_covering(space, direction, newly, grown, frontier_bot, frontier_top, alpha, e) -> None:

@@ -74,6 +74,20 @@ _EXPORTS = {
     "audit_monotonicity": ("lattice.audit", "audit_monotonicity"),
     "lattice_graph": ("lattice.graph", "lattice_graph"),
     "PolydomError": ("polydom.errors", "PolydomError"),
+    "ExpansionLimitError": ("polydom.expansion", "ExpansionLimitError"),
+    "ExpansionStore": ("polydom.cache", "ExpansionStore"),
+    "CacheError": ("polydom.cache", "CacheError"),
+    "build_progressive": ("polydom.progressive", "build_progressive"),
+    "load": ("polydom.loading", "load"),
+    "StoreError": ("index.store", "StoreError"),
+    "IndexNotFoundError": ("index.store", "IndexNotFoundError"),
+    "IndexFormatError": ("index.store", "IndexFormatError"),
+    "IndexVersionError": ("index.store", "IndexVersionError"),
+    "IndexWriteError": ("index.store", "IndexWriteError"),
+    "UnsupportedModelError": ("index.store", "UnsupportedModelError"),
+    "ModelLoadError": ("index.store", "ModelLoadError"),
+    "ModelIntegrityError": ("index.store", "ModelIntegrityError"),
+    "UntrustedModelError": ("index.store", "UntrustedModelError"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

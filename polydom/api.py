@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from index import CostCurve, PolyDomIndex, as_cost_curve, check_accuracy, index_from_expanded
+from index import CostCurve, PolyDomIndex, as_cost_curve, index_from_expanded
 from lattice import SANDWICH_MODES, ExpansionCache, Exploration, FeatureSpace, explore
 from lattice import naive_expand_all as _naive_expand_all
 
-__all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "ModelRecorder"]
+from .expansion import ModelRecorder
+
+__all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain"]
 
 BACKENDS = ("polydom", "greedy", "greedy-acc", "greedy-cost")
 
@@ -63,25 +65,6 @@ def validate_costs(costs, domain) -> tuple[FeatureSpace, tuple[CostCurve, ...]]:
     return space, tuple(curves)
 
 
-class ModelRecorder:
-    """Adapts the user's ``expand(frozenset) -> float | Expansion`` to the lattice's
-    ``expand(mask) -> float``, validating each result and keeping the models by mask."""
-
-    def __init__(self, space: FeatureSpace, expand: Callable):
-        if not callable(expand):
-            raise TypeError(f"expand must be callable, got {expand!r}")
-        self.space = space
-        self.expand = expand
-        self.models: dict[int, Any] = {}
-
-    def __call__(self, mask: int) -> float:
-        features = self.space.frozenset(mask)
-        acc, model = check_accuracy(self.expand(features), features)
-        if model is not None:
-            self.models[mask] = model
-        return acc
-
-
 def build(
     costs: Mapping[str, Any],
     expand: Callable,
@@ -93,6 +76,11 @@ def build(
     candidate_alpha: float | None = None,
     validate: bool = False,
     backend: str = "polydom",
+    n_jobs: int | None = None,
+    cache=None,
+    cache_key: str | None = None,
+    max_expansions: int | None = None,
+    progress=None,
     **backend_options,
 ) -> PolyDomIndex:
     """Precompute the index that answers "best model within this budget for this size".
@@ -120,6 +108,23 @@ def build(
     validate : bool, default False
         Check Theorem 3.13's verdict against a recomputed skyline at every crossing.
     backend : {"polydom", "greedy", "greedy-acc", "greedy-cost"}, default "polydom"
+        The Greedy backends need ``n0`` (the size at which to compare costs while expanding)
+        and accept ``lambdas``; they ignore ``alpha``, ``e``, ``sandwich``, ``candidate_alpha``
+        and ``validate``.
+    n_jobs : int, optional
+        Train each lattice layer's sets in parallel through joblib (``-1``: all cores). The
+        engine is the caller's ``joblib.parallel_config`` (loky, Dask, Ray); results are
+        identical whatever it is. ``expand`` must then be picklable (cloudpickle is used).
+    cache : str, os.PathLike or ExpansionStore, optional
+        A resumable expansion cache (an LMDB directory of its own): sets trained under
+        ``cache_key`` are reused, and each new one is committed as soon as it is trained.
+    cache_key : str, optional
+        Required with ``cache``: what the cached results were computed from (data, learner,
+        feature definitions). Models must be storable with skops.
+    max_expansions : int, optional
+        Raise :class:`~polydom.ExpansionLimitError` instead of training more sets than this.
+    progress : callable, optional
+        ``progress(trained)`` after each trained set.
 
     Returns
     -------
@@ -147,25 +152,65 @@ def build(
     if sandwich not in SANDWICH_MODES:
         raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
     cand_alpha = 1.0 if candidate_alpha is None else _real("candidate_alpha", candidate_alpha, low=1.0)
-    recorder = ModelRecorder(space, expand)
+    store = _open_store(cache, cache_key)
+    recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)
     if backend != "polydom":
         from greedy import build_greedy
 
         return build_greedy(space, curves, recorder, domain=domain, backend=backend, **backend_options)
     if backend_options:
         raise TypeError(f"unexpected options for the polydom backend: {sorted(backend_options)}")
-    cache = ExpansionCache(recorder)
-    exploration = explore(space, cache, alpha=alpha, e=e, sandwich=sandwich)
+    return build_polydom_from(
+        space, curves, recorder, ExpansionCache(recorder, recorder.many), domain=domain, alpha=alpha, e=e,
+        sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, started=t0,
+    )
+
+
+def build_polydom_from(
+    space: FeatureSpace,
+    curves: tuple[CostCurve, ...],
+    recorder: ModelRecorder,
+    lattice_cache: ExpansionCache,
+    *,
+    domain: tuple[float, float],
+    alpha: float,
+    e: float,
+    sandwich: str,
+    candidate_alpha: float,
+    validate: bool,
+    started: float,
+) -> PolyDomIndex:
+    """The PolyDom pipeline on validated inputs; ``lattice_cache`` may be shared across calls."""
+    trained_before = recorder.calls
+    exploration = explore(space, lattice_cache, alpha=alpha, e=e, sandwich=sandwich)
     t1 = time.perf_counter()
-    params = dict(alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=cand_alpha)
-    stats = dict(trained=cache.calls, expanded=len(exploration.accuracy), pruned=len(exploration.pruned), explore_seconds=t1 - t0)
+    params = dict(alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha)
+    stats = dict(
+        trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
+        pruned=len(exploration.pruned), explore_seconds=t1 - started,
+    )
     index = index_from_expanded(
-        space, curves, exploration.accuracy, domain=domain, candidate_alpha=cand_alpha,
-        validate=validate, models=recorder.models, stats=stats, params=params,
+        space, curves, exploration.accuracy, domain=domain, candidate_alpha=candidate_alpha,
+        validate=validate, models={m: recorder.models[m] for m in exploration.accuracy if m in recorder.models},
+        stats=stats, params=params,
     )
     index.exploration = exploration
-    index.stats["build_seconds"] = time.perf_counter() - t0
+    index.stats["build_seconds"] = time.perf_counter() - started
     return index
+
+
+def _open_store(cache, cache_key):
+    if cache is None:
+        if cache_key is not None:
+            raise ValueError("cache_key given without cache")
+        return None
+    from .cache import ExpansionStore
+
+    if isinstance(cache, ExpansionStore):
+        return cache
+    if cache_key is None:
+        raise ValueError("cache needs a cache_key naming what the cached results were computed from")
+    return ExpansionStore(cache, cache_key)
 
 
 def naive_expand_all(features, expand: Callable) -> Exploration:

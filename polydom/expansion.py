@@ -1,0 +1,163 @@
+"""The black box as polydom calls it: validated, optionally parallel, cached on disk, bounded.
+
+:class:`ModelRecorder` adapts the user's ``expand(frozenset) -> accuracy | Expansion`` to the
+lattice's mask-based interface. It
+
+* validates every result once (a finite accuracy in ``[0, 1]`` or an :class:`~polydom.Expansion`);
+* keeps the returned models by mask;
+* trains a batch (a lattice layer) through joblib when ``n_jobs`` asks for it, in chunks large
+  enough that per-task overhead stays small; the caller's ``joblib.parallel_config`` chooses the
+  engine (loky by default, Dask or Ray when configured), and results come back in input order,
+  so the explored sets and the index are identical whatever the engine;
+* consults and fills a persistent :class:`~polydom.cache.ExpansionStore`, committing each set as
+  soon as it is trained, so an interrupted build resumes without retraining;
+* refuses to train more than ``max_expansions`` sets, and stops at a ``deadline``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from index import check_accuracy
+from lattice import FeatureSpace
+
+from .errors import PolydomError
+
+__all__ = ["ModelRecorder", "ExpansionLimitError", "DeadlineReached"]
+
+
+class ExpansionLimitError(PolydomError, RuntimeError):
+    """The build would train more feature sets than ``max_expansions`` allows."""
+
+
+class DeadlineReached(PolydomError):
+    """The precompute time budget ran out before the next batch (used by progressive alpha)."""
+
+
+def _train_chunk(expand: Callable, chunk: Sequence[frozenset]) -> list[Any]:
+    """Run the black box on one chunk of sets (in a worker); results in order."""
+    return [expand(features) for features in chunk]
+
+
+class ModelRecorder:
+    """The lattice's black box, with models kept by mask.
+
+    Parameters
+    ----------
+    space : FeatureSpace
+    expand : callable
+        The user's black box.
+    n_jobs : int or None, default None
+        ``None`` or 1 trains in this process; otherwise batches go through joblib.
+    store : ExpansionStore, optional
+        Persistent cache of trained sets (accuracy and model), keyed by feature names.
+    max_expansions : int, optional
+        Most black-box calls this recorder may make (cache hits are free).
+    deadline : float, optional
+        With ``clock``: no new batch starts once ``clock() >= deadline``.
+    clock : callable, optional
+    on_trained : callable, optional
+        ``on_trained(calls)`` after each trained set, for progress reporting.
+
+    Attributes
+    ----------
+    models : dict of int to object
+    calls : int
+        Black-box calls made (the ``trained`` statistic).
+    reused : int
+        Sets served from the persistent store.
+    """
+
+    def __init__(
+        self,
+        space: FeatureSpace,
+        expand: Callable,
+        *,
+        n_jobs: int | None = None,
+        store=None,
+        max_expansions: int | None = None,
+        deadline: float | None = None,
+        clock: Callable[[], float] | None = None,
+        on_trained: Callable[[int], None] | None = None,
+    ):
+        if not callable(expand):
+            raise TypeError(f"expand must be callable, got {expand!r}")
+        if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+        if max_expansions is not None and (isinstance(max_expansions, bool) or not isinstance(max_expansions, int) or max_expansions < 1):
+            raise ValueError(f"max_expansions must be a positive integer, got {max_expansions!r}")
+        self.space = space
+        self.expand = expand
+        self.n_jobs = n_jobs
+        self.store = store
+        self.max_expansions = max_expansions
+        self.deadline = deadline
+        self.clock = clock
+        self.on_trained = on_trained
+        self.models: dict[int, Any] = {}
+        self.calls = 0
+        self.reused = 0
+
+    # -- the lattice's interface ------------------------------------------------------------
+
+    def __call__(self, mask: int) -> float:
+        return self.many([mask])[0]
+
+    def many(self, masks: list[int]) -> list[float]:
+        """Accuracies of ``masks`` (distinct), training the sets the store does not have."""
+        out: dict[int, float] = {}
+        todo = []
+        for m in masks:
+            hit = self.store.get(self.space.sorted_names(m)) if self.store is not None else None
+            if hit is None:
+                todo.append(m)
+            else:
+                acc, model = hit
+                out[m] = acc
+                if model is not None:
+                    self.models[m] = model
+                self.reused += 1
+        if todo:
+            self._check_limits(len(todo))
+            for m, result in zip(todo, self._train([self.space.frozenset(m) for m in todo])):
+                features = self.space.frozenset(m)
+                acc, model = check_accuracy(result, features)
+                if model is not None:
+                    self.models[m] = model
+                if self.store is not None:
+                    self.store.put(self.space.sorted_names(m), acc, model)
+                out[m] = acc
+                self.calls += 1
+                if self.on_trained is not None:
+                    self.on_trained(self.calls)
+        return [out[m] for m in masks]
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _check_limits(self, batch: int) -> None:
+        if self.max_expansions is not None and self.calls + batch > self.max_expansions:
+            raise ExpansionLimitError(
+                f"this build would train more than max_expansions={self.max_expansions} feature sets "
+                f"(trained so far: {self.calls}, next batch: {batch}); raise the limit, raise alpha, or "
+                f"reuse an expansion cache"
+            )
+        if self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
+            raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
+
+    def _train(self, sets: list[frozenset]):
+        """Results of the black box on ``sets``, in order, streamed as they complete."""
+        if self.n_jobs in (None, 1) or len(sets) == 1:
+            for features in sets:
+                yield self.expand(features)
+            return
+        from joblib import Parallel, delayed, effective_n_jobs
+
+        workers = max(1, effective_n_jobs(self.n_jobs))
+        # About four chunks per worker: large enough to amortise dispatch, small enough to balance.
+        size = max(1, math.ceil(len(sets) / (4 * workers)))
+        chunks = [sets[i : i + size] for i in range(0, len(sets), size)]
+        parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
+        for results in parallel(delayed(_train_chunk)(self.expand, chunk) for chunk in chunks):
+            yield from results
