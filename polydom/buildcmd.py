@@ -1,0 +1,192 @@
+"""``polydom build SPEC --out PATH``: the precompute step of a build script.
+
+SPEC names a Python object as ``module:attribute`` (an importable module) or
+``path/to/file.py:attribute``. The object -- or, if it is callable with no arguments, what it
+returns -- is a mapping or any object with attributes, in one of two shapes:
+
+**Black box**
+    ``costs``: mapping of feature name to cost curve (coefficients, lowest degree first);
+    ``expand``: the black box ``expand(frozenset) -> accuracy | polydom.Expansion``;
+    optional ``cache_key`` (needed with ``--cache``) and ``domain``.
+
+**Images**
+    ``images``: training images; ``labels``: their labels; optional ``features`` (names from
+    polydom's registry), ``estimator`` (a scikit-learn classifier), ``cv``, ``budget``,
+    ``random_state``. An :class:`polydom.CostSensitiveClassifier` measures the features' costs
+    on this machine, trains, and saves.
+
+The index is published only when everything succeeded; the exit code is 0 exactly then.
+Exit codes: 0 published; 1 the build failed (the learner raised, a limit was hit); 2 a bad
+SPEC or bad options. Progress: a bar on a terminal, plain log lines otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Mapping
+
+__all__ = ["configure", "run", "load_spec", "SpecError"]
+
+
+class SpecError(ValueError):
+    """SPEC does not name a usable object."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", help="module:attribute or path/to/file.py:attribute naming what to build")
+    parser.add_argument("--out", required=True, help="where to publish the index (an LMDB index directory)")
+    parser.add_argument("--alpha", type=float, default=1.0, help="approximation factor (default 1: exact)")
+    parser.add_argument("--e", type=float, default=0.0, help="monotonicity tolerance (default 0)")
+    parser.add_argument("--backend", default="polydom", choices=["polydom", "greedy", "greedy-acc", "greedy-cost"])
+    parser.add_argument("--n0", type=float, default=None, help="expansion size for the Greedy backends")
+    parser.add_argument("--n-jobs", type=int, default=None, help="train sets in parallel (-1: all cores)")
+    parser.add_argument("--time-budget", type=float, default=None,
+                        help="seconds of precompute: lower alpha progressively while time remains")
+    parser.add_argument("--cache", default=None, help="resumable expansion cache directory")
+    parser.add_argument("--cache-key", default=None, help="cache key (default: the SPEC's cache_key)")
+    parser.add_argument("--max-expansions", type=int, default=None, help="refuse to train more sets than this")
+
+
+def _get(obj, name, default=None):
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def load_spec(spec: str):
+    """The object SPEC names (called if it is a zero-argument callable)."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise SpecError(f"SPEC must look like module:attribute or file.py:attribute, got {spec!r}")
+    try:
+        if module_name.endswith(".py") or os.sep in module_name:
+            if not os.path.isfile(module_name):
+                raise SpecError(f"SPEC file {module_name!r} does not exist")
+            loader_spec = importlib.util.spec_from_file_location("_polydom_build_spec", module_name)
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except SpecError:
+        raise
+    except Exception as exc:
+        raise SpecError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise SpecError(f"{module_name!r} has no attribute {attr!r}") from None
+    if callable(obj) and not isinstance(obj, Mapping) and _get(obj, "costs") is None and _get(obj, "images") is None:
+        obj = obj()
+    if _get(obj, "costs") is None and _get(obj, "images") is None:
+        raise SpecError(f"{spec!r} provides neither costs+expand nor images+labels (see `polydom build --help`)")
+    if _get(obj, "costs") is not None and not callable(_get(obj, "expand")):
+        raise SpecError(f"{spec!r} provides costs but no callable expand")
+    if _get(obj, "images") is not None and _get(obj, "labels") is None:
+        raise SpecError(f"{spec!r} provides images but no labels")
+    return obj
+
+
+class _Progress:
+    """A tqdm bar on a terminal, a log line every ``every`` sets otherwise."""
+
+    def __init__(self, stream=sys.stderr, every: int = 50):
+        self.stream, self.every, self.bar = stream, every, None
+        self.started = time.monotonic()
+        if stream.isatty():
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(desc="training feature sets", unit="set", file=stream)
+            except ImportError:
+                self.bar = None
+
+    def __call__(self, trained: int) -> None:
+        if self.bar is not None:
+            self.bar.update(trained - self.bar.n)
+        elif trained % self.every == 0:
+            print(f"polydom build: {trained} feature sets trained ({time.monotonic() - self.started:.1f} s)",
+                  file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    import polydom
+
+    try:
+        obj = load_spec(args.spec)
+    except SpecError as exc:
+        print(f"polydom build: {exc}", file=sys.stderr)
+        return 2
+    progress = _Progress()
+    try:
+        if _get(obj, "costs") is not None:
+            index = _build_black_box(obj, args, progress)
+        else:
+            index = _build_images(obj, args)
+    except (ValueError, TypeError) as exc:
+        progress.close()
+        kind = 2 if isinstance(exc, SpecError) else 1
+        print(f"polydom build: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return kind
+    except Exception as exc:  # the learner's own failure: report it, publish nothing
+        progress.close()
+        print(f"polydom build: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    progress.close()
+    try:
+        index.save(args.out)
+    except Exception as exc:
+        print(f"polydom build: cannot publish to {args.out!r}: {exc}", file=sys.stderr)
+        return 1
+    stats = getattr(index, "stats", {}) or {}
+    summary = ", ".join(f"{k}={stats[k]}" for k in ("trained", "reused", "candidates", "index_entries", "alpha_reached") if k in stats)
+    print(f"polydom build: published {args.out} ({summary})", file=sys.stderr)
+    del polydom
+    return 0
+
+
+def _build_black_box(obj, args, progress):
+    import polydom
+
+    cache_key = args.cache_key or _get(obj, "cache_key")
+    if args.cache and not cache_key:
+        raise SpecError("--cache needs a cache key: give --cache-key or a cache_key in the SPEC")
+    common = dict(
+        n_jobs=args.n_jobs, cache=args.cache, cache_key=cache_key if args.cache else None,
+        max_expansions=args.max_expansions, progress=progress,
+    )
+    domain = _get(obj, "domain")
+    if domain is not None:
+        common["domain"] = tuple(domain)
+    costs, expand = _get(obj, "costs"), _get(obj, "expand")
+    if args.time_budget is not None:
+        if args.backend != "polydom":
+            raise SpecError("--time-budget applies to the polydom backend only")
+        return polydom.build_progressive(costs, expand, time_budget=args.time_budget, e=args.e, **common)
+    options = {}
+    if args.backend != "polydom":
+        if args.n0 is None:
+            raise SpecError(f"--backend {args.backend} needs --n0 (the size at which costs are compared)")
+        options["n0"] = args.n0
+    return polydom.build(costs, expand, alpha=args.alpha, e=args.e, backend=args.backend, **common, **options)
+
+
+def _build_images(obj, args):
+    import polydom
+
+    params = dict(alpha=args.alpha, e=args.e, backend=args.backend, n_jobs=args.n_jobs)
+    for name in ("features", "estimator", "cv", "budget", "random_state"):
+        value = _get(obj, name)
+        if value is not None:
+            params[name] = value
+    model = polydom.CostSensitiveClassifier(**params)
+    model.fit(_get(obj, "images"), _get(obj, "labels"))
+    return model
