@@ -206,6 +206,10 @@ class PolyDomIndex:
         horner = [tuple(reversed(row)) for row in coef]
         names = [self.space.frozenset(m) for m in self.candidates]
         self._sky_horner = [[horner[c] for c in sky] for sky in self.skylines]
+        self._sky_len = [len(sky) for sky in self.skylines]
+        self._quadratic = self.candidate_coefficients.shape[1] <= 3
+        padded = [tuple(row) + (0.0,) * (3 - len(row)) for row in coef] if self._quadratic else []
+        self._sky_quadratic = [[padded[c] for c in sky] for sky in self.skylines] if self._quadratic else []
         self._sky_entry = [[(names[c], self.candidate_accuracy[c], self.candidates[c]) for c in sky] for sky in self.skylines]
         # Dense arrays for lookup_many: (ranges, longest skyline, W); padding costs +inf.
         R = len(self.skylines)
@@ -248,20 +252,33 @@ class PolyDomIndex:
         if not ok:
             raise _bad_query(size, budget, self.domain)
         r = bisect_right(self.bounds, size) - 1
-        sky = self._sky_horner[r]
-        left, right = 0, len(sky)
-        while left < right:
-            mid = (left + right) >> 1
+        left, right = 0, self._sky_len[r]
+        if self._quadratic:
+            # Degree <= 2 (the common case): one expression, no inner loop.
+            sky = self._sky_quadratic[r]
+            while left < right:
+                mid = (left + right) >> 1
+                c0, c1, c2 = sky[mid]
+                if c0 + size * (c1 + size * c2) <= budget:
+                    left = mid + 1
+                else:
+                    right = mid
+            c0, c1, c2 = sky[left - 1]
+            c = c0 + size * (c1 + size * c2)
+        else:
+            sky = self._sky_horner[r]
+            while left < right:
+                mid = (left + right) >> 1
+                c = 0.0
+                for a in sky[mid]:
+                    c = c * size + a
+                if c <= budget:
+                    left = mid + 1
+                else:
+                    right = mid
             c = 0.0
-            for a in sky[mid]:
+            for a in sky[left - 1]:
                 c = c * size + a
-            if c <= budget:
-                left = mid + 1
-            else:
-                right = mid
-        c = 0.0
-        for a in sky[left - 1]:
-            c = c * size + a
         features, accuracy, key = self._sky_entry[r][left - 1]
         return _new_choice(Choice, (features, accuracy, c, key, self.models))
 
