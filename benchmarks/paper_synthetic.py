@@ -210,7 +210,7 @@ def main(argv=None) -> int:
     else:
         counts = {"cf1": list(range(1, 16)), "cfinf": list(range(1, 13))}
         m2 = [4, 8, 10, 12]
-        m3 = [("cf1", 12, 1.0), ("cf1", 12, 1.2), ("cfinf", 10, 1.0), ("cfinf", 12, 1.2), ("cfinf", 12, 1.0), ("cfinf", 13, 1.0)]
+        m3 = [("cf1", 12, 1.0), ("cf1", 12, 1.2), ("cfinf", 10, 1.0), ("cfinf", 12, 1.2), ("cfinf", 12, 1.0), ("cfinf", 14, 1.0)]
     lines = [
         "# polydom — the paper's synthetic experiments\n",
         f"Python {platform.python_version()} on {platform.machine()}, {len(seeds)} seeds, "

@@ -79,6 +79,8 @@ _EXPORTS = {
     "CacheError": ("polydom.cache", "CacheError"),
     "build_progressive": ("polydom.progressive", "build_progressive"),
     "load": ("polydom.loading", "load"),
+    "CostSensitiveClassifier": ("polydom.estimator", "CostSensitiveClassifier"),
+    "Explanation": ("polydom.estimator", "Explanation"),
     "StoreError": ("index.store", "StoreError"),
     "IndexNotFoundError": ("index.store", "IndexNotFoundError"),
     "IndexFormatError": ("index.store", "IndexFormatError"),

@@ -94,7 +94,8 @@ def load_spec(spec: str):
 class _Progress:
     """A tqdm bar on a terminal, a log line every ``every`` sets otherwise."""
 
-    def __init__(self, stream=sys.stderr, every: int = 50):
+    def __init__(self, stream=None, every: int = 50):
+        stream = sys.stderr if stream is None else stream
         self.stream, self.every, self.bar = stream, every, None
         self.started = time.monotonic()
         if stream.isatty():

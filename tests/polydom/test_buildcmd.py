@@ -1,0 +1,106 @@
+"""`polydom build SPEC --out PATH`: exit codes, publication, cache reuse."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import polydom
+from polydom.cli import main
+
+SPEC = textwrap.dedent("""
+    import polydom
+    _inst = polydom.make_synthetic(6, k=None, seed=7)
+    calls = []
+
+    def _expand(features):
+        calls.append(features)
+        return _inst.expand(features)
+
+    SPEC = {"costs": _inst.costs, "expand": _expand, "cache_key": "synthetic-6-7"}
+
+    def FACTORY():
+        return SPEC
+
+    def _broken(features):
+        if len(features) > 2:
+            raise RuntimeError("learner crashed on " + ",".join(sorted(features)))
+        return 0.5
+
+    BROKEN = {"costs": _inst.costs, "expand": _broken}
+    NOTHING = {"labels": [1, 2]}
+""")
+
+
+@pytest.fixture()
+def spec_file(tmp_path):
+    path = tmp_path / "spec.py"
+    path.write_text(SPEC)
+    return path
+
+
+def test_build_publishes_an_index_that_answers_like_build(spec_file, tmp_path, capsys):
+    out = tmp_path / "index"
+    assert main(["build", f"{spec_file}:SPEC", "--out", str(out)]) == 0
+    assert "published" in capsys.readouterr().err
+    loaded = polydom.load(out)
+    inst = polydom.make_synthetic(6, k=None, seed=7)
+    direct = polydom.build(inst.costs, inst.expand)
+    for size, budget in [(1.0, 50.0), (30.0, 900.0), (200.0, 1e5)]:
+        assert loaded.lookup(size, budget) == direct.lookup(size, budget)
+
+
+def test_factory_options_and_cache(spec_file, tmp_path, capsys):
+    out, cache = tmp_path / "index", tmp_path / "cache"
+    args = ["build", f"{spec_file}:FACTORY", "--out", str(out), "--alpha", "1.2", "--cache", str(cache)]
+    assert main(args) == 0
+    first = capsys.readouterr().err
+    assert main(args) == 0
+    second = capsys.readouterr().err
+    assert "trained=0" in second and "trained=0" not in first
+    assert polydom.load(out).params["alpha"] == 1.2
+
+
+def test_time_budget_reports_the_alpha_reached(spec_file, tmp_path, capsys):
+    out = tmp_path / "index"
+    assert main(["build", f"{spec_file}:SPEC", "--out", str(out), "--time-budget", "60"]) == 0
+    assert "alpha_reached=1.0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("no_such_module_here:SPEC", "cannot import"),
+    ("{file}:MISSING", "no attribute 'MISSING'"),
+    ("{file}:NOTHING", "neither costs"),
+    ("{file}", "module:attribute"),
+    ("/no/such/file.py:SPEC", "does not exist"),
+])
+def test_bad_spec_exits_2_and_publishes_nothing(spec_file, tmp_path, capsys, spec, words):
+    out = tmp_path / "index"
+    assert main(["build", spec.format(file=spec_file), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+    assert not out.exists()
+
+
+def test_failing_learner_exits_1_and_publishes_nothing(spec_file, tmp_path, capsys):
+    out = tmp_path / "index"
+    assert main(["build", f"{spec_file}:BROKEN", "--out", str(out)]) == 1
+    assert "learner crashed" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_console_script_exit_code(spec_file, tmp_path):
+    out = tmp_path / "index"
+    proc = subprocess.run(
+        [sys.executable, "-m", "polydom.cli", "build", f"{spec_file}:SPEC", "--out", str(out), "--backend", "greedy"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2 and "--n0" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "polydom.cli", "build", f"{spec_file}:SPEC", "--out", str(out), "--backend", "greedy", "--n0", "1"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert polydom.load(out).backend == "greedy"
