@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .build import index_from_expanded
-from .skyline import PolyDomIndex, _bad_query
+from .skyline import BUDGET_SLACK, PolyDomIndex, _bad_query
 from .values import Choice
 
 __all__ = ["PolyDomIndexAll", "NaiveLookup"]
@@ -68,6 +68,7 @@ class NaiveLookup:
     def lookup(self, size: float, budget: float) -> Choice:
         """Linear scan over the candidates in pure Python."""
         self._check(size, budget)
+        budget *= BUDGET_SLACK
         best, best_acc, best_cost = -1, -math.inf, math.inf
         for i, h in enumerate(self._horner):
             c = 0.0
@@ -82,6 +83,7 @@ class NaiveLookup:
     def lookup_numpy(self, size: float, budget: float) -> Choice:
         """The same scan, vectorised with numpy."""
         self._check(size, budget)
+        budget *= BUDGET_SLACK
         coef = self._coef
         cost = np.zeros(len(coef))
         for k in range(coef.shape[1] - 1, -1, -1):

@@ -26,6 +26,10 @@ from .costcurve import CostCurve, set_cost_matrix
 from .values import Choice
 
 _FLOAT_MAX = sys.float_info.max
+#: Costs within this relative distance above the budget count as fitting. Two curves that cross
+#: at the query size can be out of order by an ulp there; without the slack a budget equal to one
+#: of their costs could stop the bisection early and return a far worse set.
+BUDGET_SLACK = 1.0 + 1e-12
 _new_choice = tuple.__new__
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
@@ -201,33 +205,45 @@ class PolyDomIndex:
         self._prepare()
 
     def _prepare(self) -> None:
-        """Per-range lists for the lookup hot path: Horner coefficients and Choice parts."""
+        """Build the serving snapshot: everything a lookup reads, in one attribute.
+
+        ``lookup`` unpacks ``self._serve`` once, so swapping in a new snapshot (``refresh``)
+        is atomic for concurrent readers: each query sees the old index or the new, never a mix.
+        """
         coef = self.candidate_coefficients.tolist()
-        horner = [tuple(reversed(row)) for row in coef]
+        quadratic = self.candidate_coefficients.shape[1] <= 3
+        if quadratic:
+            rows = [tuple(row) + (0.0,) * (3 - len(row)) for row in coef]
+        else:
+            rows = [tuple(reversed(row)) for row in coef]  # Horner order, highest degree first
         names = [self.space.frozenset(m) for m in self.candidates]
-        self._sky_horner = [[horner[c] for c in sky] for sky in self.skylines]
-        self._sky_len = [len(sky) for sky in self.skylines]
-        self._quadratic = self.candidate_coefficients.shape[1] <= 3
-        padded = [tuple(row) + (0.0,) * (3 - len(row)) for row in coef] if self._quadratic else []
-        self._sky_quadratic = [[padded[c] for c in sky] for sky in self.skylines] if self._quadratic else []
-        self._sky_entry = [[(names[c], self.candidate_accuracy[c], self.candidates[c]) for c in sky] for sky in self.skylines]
-        # Dense arrays for lookup_many: (ranges, longest skyline, W); padding costs +inf.
-        R = len(self.skylines)
-        S = max((len(s) for s in self.skylines), default=0)
-        W = self.candidate_coefficients.shape[1]
-        self._batch_coef = np.zeros((R, max(S, 1), W))
-        self._batch_coef[:, :, 0] = np.inf
-        self._batch_cand = np.zeros((R, max(S, 1)), dtype=np.int64)
-        self._batch_len = np.array([len(s) for s in self.skylines], dtype=np.int64)
-        for r, sky in enumerate(self.skylines):
-            if sky:
-                self._batch_coef[r, : len(sky)] = self.candidate_coefficients[sky]
-                self._batch_cand[r, : len(sky)] = sky
-        self._lo = self.domain[0]
+        sky_rows = [[rows[c] for c in sky] for sky in self.skylines]
+        entries = [[(names[c], self.candidate_accuracy[c], self.candidates[c]) for c in sky] for sky in self.skylines]
+        lo = self.domain[0]
         # A finite upper limit makes one chained comparison reject NaN and inf as well.
-        self._size_max = self.domain[1] if math.isfinite(self.domain[1]) else _FLOAT_MAX
-        self._cand_mask = np.array(self.candidates, dtype=np.int64)
-        self._cand_acc = np.array(self.candidate_accuracy, dtype=float)
+        size_max = self.domain[1] if math.isfinite(self.domain[1]) else _FLOAT_MAX
+        self._serve = (lo, size_max, list(self.bounds), [len(s) for s in self.skylines], quadratic, sky_rows, entries, self.models)
+        self._batch = self._batch_arrays()
+
+    def _batch_arrays(self):
+        """Flat per-coefficient columns for :meth:`lookup_many`, each range padded to a power of
+        two with infinite costs, so that a fixed number of vectorised halving steps finds the
+        answer without per-query loop bounds."""
+        R = len(self.skylines)
+        longest = max((len(s) for s in self.skylines), default=1)
+        P = 1 << max(0, (longest - 1).bit_length())
+        W = self.candidate_coefficients.shape[1]
+        cols = np.zeros((W, R * P))
+        cols[0, :] = np.inf
+        cand = np.zeros(R * P, dtype=np.int64)
+        for r, sky in enumerate(self.skylines):
+            at = r * P
+            cols[:, at : at + len(sky)] = self.candidate_coefficients[sky].T
+            cand[at : at + len(sky)] = sky
+        return (
+            np.asarray(self.bounds, dtype=float), P, [np.ascontiguousarray(c) for c in cols], cand,
+            np.array(self.candidates, dtype=np.int64), np.array(self.candidate_accuracy, dtype=float),
+        )
 
     # ------------------------------------------------------------------ serving
 
@@ -237,6 +253,7 @@ class PolyDomIndex:
         ``O(log #ranges + log #skyline)``: one bisection over ``bounds``, one over the range's
         skyline with costs evaluated at ``size``. Among equally accurate sets the cheapest at
         ``size`` is returned; remaining ties go to fewer features, then lower feature indices.
+        A cost within ``1e-12`` relative above the budget counts as fitting (:data:`BUDGET_SLACK`).
 
         Raises
         ------
@@ -245,42 +262,43 @@ class PolyDomIndex:
         TypeError
             Non-numeric arguments.
         """
+        lo, size_max, bounds, lengths, quadratic, sky_rows, entries, models = self._serve
         try:
-            ok = self._lo <= size <= self._size_max and 0.0 <= budget <= _FLOAT_MAX
+            ok = lo <= size <= size_max and 0.0 <= budget <= _FLOAT_MAX
         except TypeError:
             ok = False
         if not ok:
             raise _bad_query(size, budget, self.domain)
-        r = bisect_right(self.bounds, size) - 1
-        left, right = 0, self._sky_len[r]
-        if self._quadratic:
+        limit = budget * BUDGET_SLACK
+        r = bisect_right(bounds, size) - 1
+        sky = sky_rows[r]
+        left, right = 0, lengths[r]
+        if quadratic:
             # Degree <= 2 (the common case): one expression, no inner loop.
-            sky = self._sky_quadratic[r]
             while left < right:
                 mid = (left + right) >> 1
                 c0, c1, c2 = sky[mid]
-                if c0 + size * (c1 + size * c2) <= budget:
+                if c0 + size * (c1 + size * c2) <= limit:
                     left = mid + 1
                 else:
                     right = mid
             c0, c1, c2 = sky[left - 1]
             c = c0 + size * (c1 + size * c2)
         else:
-            sky = self._sky_horner[r]
             while left < right:
                 mid = (left + right) >> 1
                 c = 0.0
                 for a in sky[mid]:
                     c = c * size + a
-                if c <= budget:
+                if c <= limit:
                     left = mid + 1
                 else:
                     right = mid
             c = 0.0
             for a in sky[left - 1]:
                 c = c * size + a
-        features, accuracy, key = self._sky_entry[r][left - 1]
-        return _new_choice(Choice, (features, accuracy, c, key, self.models))
+        features, accuracy, key = entries[r][left - 1]
+        return _new_choice(Choice, (features, accuracy, c, key, models))
 
     def lookup_many(self, sizes, budgets) -> Batch:
         """Answer many queries at once, vectorised with numpy.
@@ -294,31 +312,31 @@ class PolyDomIndex:
         -------
         Batch
             Columns ``keys``, ``accuracy``, ``cost``; ``batch[i] == lookup(sizes[i], budgets[i])``.
+
+        Notes
+        -----
+        ``log2`` of the longest skyline vectorised steps over all queries, each a gather of the
+        probed entries' coefficients and one Horner evaluation.
         """
         n, c = check_queries(sizes, budgets, self.domain)
-        r = np.searchsorted(np.asarray(self.bounds), n, side="right") - 1
-        left = np.zeros(len(n), dtype=np.int64)
-        right = self._batch_len[r].copy()
-        W = self._batch_coef.shape[2]
-        while True:
-            active = left < right
-            if not active.any():
-                break
-            mid = (left + right) >> 1
-            coef = self._batch_coef[r, np.minimum(mid, self._batch_coef.shape[1] - 1)]
-            cost = np.zeros(len(n))
-            for k in range(W - 1, -1, -1):
-                cost = cost * n + coef[:, k]
-            fits = cost <= c
-            left = np.where(active & fits, mid + 1, left)
-            right = np.where(active & ~fits, mid, right)
-        best = left - 1
-        coef = self._batch_coef[r, best]
-        cost = np.zeros(len(n))
-        for k in range(W - 1, -1, -1):
-            cost = cost * n + coef[:, k]
-        cand = self._batch_cand[r, best]
-        return Batch(self._cand_mask[cand], self._cand_acc[cand], cost, self)
+        c = c * BUDGET_SLACK
+        bounds, P, cols, cand, cand_mask, cand_acc = self._batch
+        base = (np.searchsorted(bounds, n, side="right") - 1) * P
+        W = len(cols)
+        pos = base.copy()
+        step = P >> 1
+        while step:
+            probe = pos + step
+            cost = cols[W - 1][probe]
+            for k in range(W - 2, -1, -1):
+                cost = cost * n + cols[k][probe]
+            pos = np.where(cost <= c, probe, pos)
+            step >>= 1
+        cost = cols[W - 1][pos]
+        for k in range(W - 2, -1, -1):
+            cost = cost * n + cols[k][pos]
+        ids = cand[pos]
+        return Batch(cand_mask[ids], cand_acc[ids], cost, self)
 
     # ------------------------------------------------------------------ state
 
@@ -398,13 +416,17 @@ class PolyDomIndex:
         """The whole skyline valid at ``size``, cost ascending."""
         check_query(size, 0.0, self.domain)
         r = bisect_right(self.bounds, size) - 1
-        out = []
-        for h, (features, accuracy, key) in zip(self._sky_horner[r], self._sky_entry[r]):
+        coef = self.candidate_coefficients[self.skylines[r]]
+        costs = []
+        for row in coef.tolist():
             c = 0.0
-            for a in h:
+            for a in reversed(row):
                 c = c * size + a
-            out.append(Choice(features, accuracy, c, key, self.models))
-        return out
+            costs.append(c)
+        return [
+            Choice(self.space.frozenset(self.candidates[c]), self.candidate_accuracy[c], cost, self.candidates[c], self.models)
+            for c, cost in zip(self.skylines[r], costs)
+        ]
 
     def check_invariants(self) -> None:
         """Assert the module's invariants (costs checked at both ends and the middle of each range)."""

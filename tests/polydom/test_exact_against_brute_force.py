@@ -125,7 +125,7 @@ def test_baselines_and_batch_answer_identically(instance, rng):
     assert every.stats["index_entries"] >= index.stats["index_entries"]
     for i, (size, budget) in enumerate(queries):
         one = index.lookup(size, budget)
-        assert batch[i] == one
+        assert batch[i] == one, (size, budget, batch.cost[i])
         for other in (every.lookup, naive.lookup, naive.lookup_numpy):
             brute.check(other(size, budget), size, budget)
             # At a budget within rounding of a cost the answers may differ; bracket them.
