@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
+from index.base import StoredIndex, jsonable
 from lattice import FeatureSpace
 
 from .anytime import walk_measured, walk_predicted
@@ -30,7 +31,7 @@ from .skyline import SkylineEntry, prefix_masks, prefix_skyline
 __all__ = ["GreedyIndex"]
 
 
-class GreedyIndex:
+class GreedyIndex(StoredIndex):
     """Greedy's two indexes (spec §9.3) and its anytime retrieval (spec §9.4).
 
     Built by :func:`polydom.build` with ``backend="greedy"``, ``"greedy-acc"`` or
@@ -253,8 +254,8 @@ class GreedyIndex:
             "costs": [list(c.coefficients) for c in self.costs],
             "domain": [self.domain[0], self.domain[1] if math.isfinite(self.domain[1]) else "inf"],
             "n0": self.n0,
-            "params": _jsonable(self.params),
-            "stats": _jsonable(self.stats),
+            "params": jsonable(self.params),
+            "stats": jsonable(self.stats),
         }
         arrays = {
             "lambdas": np.array(self.lambdas, dtype=np.float64),
@@ -280,27 +281,8 @@ class GreedyIndex:
             models=state.models, stats=meta.get("stats"), params=meta.get("params"), backend=meta["backend"],
         )
 
-    # ------------------------------------------------------------------ storage
-
-    def save(self, path, **options) -> None:
-        """Persist the index, with its models, as an LMDB index at ``path`` (see :mod:`index.store`)."""
-        from index.store import save_index
-
-        save_index(self, path, **options)
-
-    def refresh(self) -> bool:
-        """Switch a loaded index to the newest published version at its path; False if unchanged."""
-        store = getattr(self, "_store", None)
-        if store is None:
-            raise RuntimeError("this index was not loaded from a path; nothing to refresh")
-        return store.refresh(self)
-
     # ------------------------------------------------------------------ inspection
 
-    @property
-    def features(self) -> tuple[str, ...]:
-        """Feature names in index order."""
-        return self.space.names
 
     def sequence(self, lam: float) -> tuple[str, ...]:
         """The feature names of λ's sequence, in the order Greedy added them.
@@ -341,14 +323,3 @@ class GreedyIndex:
         )
 
 
-def _jsonable(value):
-    """Plain JSON types: tuples become lists, numpy scalars Python numbers, non-finite floats strings."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
-    return value

@@ -22,6 +22,7 @@ import numpy as np
 
 from lattice import FeatureSpace
 
+from .base import StoredIndex, jsonable
 from .costcurve import CostCurve, set_cost_matrix
 from .values import Choice
 
@@ -137,20 +138,9 @@ class IndexState(NamedTuple):
     models: Mapping
 
 
-def _jsonable(value):
-    """Plain JSON types: tuples become lists, numpy scalars become Python numbers, inf a string."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
-    return value
 
 
-class PolyDomIndex:
+class PolyDomIndex(StoredIndex):
     """The PolyDom index: interesting points, a skyline per range, and the candidates' models.
 
     Built by :func:`polydom.build`; see the module docstring for the invariants.
@@ -350,8 +340,8 @@ class PolyDomIndex:
             "features": list(self.space.names),
             "costs": [list(c.coefficients) for c in self.costs],
             "domain": [self.domain[0], self.domain[1] if math.isfinite(self.domain[1]) else "inf"],
-            "params": _jsonable(self.params),
-            "stats": _jsonable(self.stats),
+            "params": jsonable(self.params),
+            "stats": jsonable(self.stats),
         }
         arrays = {
             "candidates": np.array(self.candidates, dtype=np.int64),
@@ -381,27 +371,8 @@ class PolyDomIndex:
             models=state.models, explored=explored, stats=meta.get("stats"), params=meta.get("params"),
         )
 
-    # ------------------------------------------------------------------ storage
-
-    def save(self, path, **options) -> None:
-        """Persist the index, with its models, as an LMDB index at ``path`` (see :mod:`index.store`)."""
-        from .store import save_index
-
-        save_index(self, path, **options)
-
-    def refresh(self) -> bool:
-        """Switch a loaded index to the newest published version at its path; False if unchanged."""
-        store = getattr(self, "_store", None)
-        if store is None:
-            raise RuntimeError("this index was not loaded from a path; nothing to refresh")
-        return store.refresh(self)
-
     # ------------------------------------------------------------------ inspection
 
-    @property
-    def features(self) -> tuple[str, ...]:
-        """Feature names in index order."""
-        return self.space.names
 
     def cost_of(self, features, size: float) -> float:
         """Cost of a feature set (names) at ``size``: the sum of its features' curves."""

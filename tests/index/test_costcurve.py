@@ -61,9 +61,18 @@ def test_le_everywhere_agrees_with_sympy(p, q, shift):
 
     q = [a + (shift[i] if i < len(shift) else 0.0) for i, a in enumerate(q)]
     a, b = CostCurve(p), CostCurve(q)
-    n = sympy.Symbol("n", real=True)
-    d = sum(sympy.Rational(c) * n**k for k, c in enumerate(q)) - sum(sympy.Rational(c) * n**k for k, c in enumerate(p))
-    negative_somewhere = sympy.solveset(d < 0, n, sympy.Interval(0, sympy.oo)) != sympy.S.EmptySet
+    n = sympy.Symbol("n")
+    d = sympy.Poly(sum(sympy.Rational(c) * n**k for k, c in enumerate(q)) - sum(sympy.Rational(c) * n**k for k, c in enumerate(p)), n)
+    if d.is_zero:
+        negative_somewhere = False
+    else:
+        # d changes sign only at its real roots: test 0, a point between consecutive positive
+        # roots, and one beyond the last, with 60 significant digits.
+        roots = sorted(r for r in (sympy.Float(x.evalf(60), 60) for x in d.real_roots()) if r > 0)
+        points = [sympy.Integer(0)] + [(a + b) / 2 for a, b in zip(roots, roots[1:])] + [r + 1 for r in roots[-1:]]
+        if roots:
+            points.append(roots[0] / 2)
+        negative_somewhere = any(d.eval(x) < 0 for x in points) or d.LC() < 0
     assert a.le_everywhere(b) == (not negative_somewhere)
 
 
