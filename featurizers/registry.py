@@ -41,6 +41,15 @@ class FeatureError(ValueError):
         self.feature = feature
         self.index = index
 
+    def __reduce__(self):
+        # The keyword-only arguments are not in ``args``: without this, unpickling (a feature that
+        # failed in a joblib worker) raises TypeError instead of re-raising this error.
+        return (_rebuild_feature_error, (type(self), str(self), self.feature, self.index))
+
+
+def _rebuild_feature_error(cls, message, feature, index):
+    return cls(message, feature=feature, index=index)
+
 
 class UnknownFeatureError(KeyError, ValueError):
     """No feature of that name is registered.
@@ -99,6 +108,14 @@ class Feature:
             If the function fails or returns an invalid vector.
         """
         return _evaluate(self, _img.validate_image(image, index=index), index)
+
+    def evaluate(self, image: np.ndarray, *, index=None) -> np.ndarray:
+        """Like calling the feature, for an image already checked by `featurizers.validate_image`.
+
+        Skips the validation, which a caller computing several features of one image does once;
+        the output is checked and errors are raised exactly as by ``__call__``.
+        """
+        return _evaluate(self, image, index)
 
 
 def _where(index) -> str:

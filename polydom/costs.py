@@ -1,0 +1,193 @@
+"""Measured costs: time each feature on real images across sizes and fit its cost polynomial.
+
+Timing is :func:`featurizers.measure_costs` (images resized to square sides, the garbage
+collector paused), arranged as serving computes features (see :func:`measure_feature_costs`); fitting is :func:`index.fitting.fit_cost_curve` (the
+least-area polynomial with non-negative coefficients lying at or above the chosen quantile of
+the times at every measured size). Costs are seconds of wall time on the machine that measured
+them, as functions of the item size ``n`` (pixel count).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from featurizers import MIN_SIDE, Feature, FeatureError, item_size, measure_costs, resize_square
+from index.costcurve import CostCurve
+from index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
+
+__all__ = ["CostFit", "default_timing_sides", "choose_timing_images", "measure_feature_costs", "format_expression"]
+
+
+def format_expression(curve: CostCurve, variable: str = "n") -> str:
+    """A short readable form of a cost curve, e.g. ``"2.1e-05 + 3.4e-09*n"`` (seconds)."""
+    terms = []
+    for k, c in enumerate(curve.coefficients):
+        if c == 0.0 and (k or len(curve.coefficients) > 1):
+            continue
+        power = "" if k == 0 else (f"*{variable}" if k == 1 else f"*{variable}^{k}")
+        terms.append(f"{c:.3g}{power}")
+    return " + ".join(terms) or "0"
+
+
+@dataclass(frozen=True)
+class CostFit:
+    """One feature's timings and the cost curve fitted to them.
+
+    Attributes
+    ----------
+    name : str
+    curve : CostCurve
+        Seconds as a polynomial in the item size ``n``; non-negative coefficients.
+    sizes, seconds : ndarray
+        The timed calls: item size and wall time of each.
+    quantile : float or "max"
+        The quantile of the times at each size that ``curve`` lies at or above.
+    """
+
+    name: str
+    curve: CostCurve
+    sizes: np.ndarray
+    seconds: np.ndarray
+    quantile: float | str
+
+    def targets(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct measured sizes and the quantile of the times at each."""
+        return quantile_per_size(self.sizes, self.seconds, self.quantile)
+
+    def curve_values(self, sizes) -> np.ndarray:
+        """The fitted curve at ``sizes`` (seconds)."""
+        return evaluate_cost_curve(self.curve.coefficients, sizes)
+
+    def expression(self) -> str:
+        """The curve as text (:func:`format_expression`)."""
+        return format_expression(self.curve)
+
+    def sympy(self):
+        """The curve as a sympy expression (:meth:`CostCurve.expression`)."""
+        return self.curve.expression()
+
+    def to_json(self) -> dict:
+        return {
+            "coefficients": list(self.curve.coefficients),
+            "sizes": self.sizes.tolist(),
+            "seconds": self.seconds.tolist(),
+            "quantile": self.quantile,
+        }
+
+    @classmethod
+    def from_json(cls, name: str, data: dict) -> "CostFit":
+        return cls(name, CostCurve(data["coefficients"]), np.asarray(data["sizes"], dtype=np.int64),
+                   np.asarray(data["seconds"], dtype=np.float64), data["quantile"])
+
+
+def default_timing_sides(sizes: Sequence[int], count: int = 6) -> tuple[int, ...]:
+    """``count`` square sides spread geometrically from the smallest item (or half the largest,
+    if that is smaller) to a quarter beyond the largest.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Item sizes (pixel counts) the index will serve.
+    count : int
+        Number of sides (fewer if rounding merges some).
+
+    Examples
+    --------
+    >>> default_timing_sides([256, 4096])
+    (16, 22, 30, 42, 58, 80)
+    >>> default_timing_sides([4096])
+    (32, 38, 46, 55, 67, 80)
+    """
+    largest = math.sqrt(max(sizes))
+    lo = max(MIN_SIDE, int(math.floor(min(math.sqrt(min(sizes)), largest / 2))))
+    hi = max(lo + count, int(math.ceil(largest * 1.25)))
+    return tuple(sorted({int(round(s)) for s in np.geomspace(lo, hi, count)}))
+
+
+def choose_timing_images(images: Sequence, k: int, random_state=None) -> list[int]:
+    """Indices of ``k`` of the largest images (resizing down keeps real detail), chosen at random
+    among equally large ones."""
+    sizes = np.array([item_size(im) for im in images])
+    rng = np.random.default_rng(random_state)
+    order = np.lexsort((rng.random(len(sizes)), -sizes))
+    return sorted(order[: min(k, len(sizes))].tolist())
+
+
+class _Served:
+    """A feature's ``evaluate`` as a bare function: what serving calls, output checks included."""
+
+    def __init__(self, feature: Feature):
+        self.feature = feature
+
+    def __call__(self, image):
+        return self.feature.evaluate(image)
+
+
+def measure_feature_costs(
+    features: Sequence[Feature],
+    images: Sequence,
+    sides: Sequence[int],
+    *,
+    repeats: int = 5,
+    quantile: float | str = 0.95,
+    degree: int = 2,
+    progress: bool | None = None,
+) -> dict[str, CostFit]:
+    """Time every feature on ``images`` resized to each side, and fit one cost curve per feature.
+
+    Features are timed the way a request computes them: on each image, every feature once in
+    turn, through :meth:`~featurizers.Feature.evaluate` (output checks included), passing over
+    the images ``repeats`` times. Timing one feature in a tight loop on one image would keep its
+    data and code hot in the CPU caches and under-estimate the cheap features by up to 2x. One
+    untimed call of every feature at every side comes first (lazy imports, first-call set-up).
+
+    Parameters
+    ----------
+    features : sequence of Feature
+    images : sequence of array_like
+        Real images; each is resized to every side (resizing is not timed).
+    sides : sequence of int
+        Square sides, at least ``degree + 1`` distinct ones (5 or more is advised).
+    repeats : int
+        Passes over the images: ``len(images) * repeats`` samples per feature and side.
+    quantile : float in [0, 1] or "max"
+        The curve lies at or above this quantile of the times at every measured size; ``"max"``
+        is the paper's worst case.
+    degree : int
+        Degree of the cost polynomials.
+    progress : bool, optional
+        A tqdm bar; ``None`` shows it on a terminal only.
+
+    Returns
+    -------
+    dict of str to CostFit
+        In feature order.
+
+    Raises
+    ------
+    FeatureError
+        A feature failed while being timed, naming it.
+    """
+    images = list(images)
+    served = [Feature(f.name, _Served(f), f.description, f.dimension) for f in features]
+    for side in dict.fromkeys(int(s) for s in sides):
+        warm = resize_square(images[0], side)
+        for feature in features:
+            try:
+                feature(warm)
+            except FeatureError as exc:
+                raise FeatureError(f"{exc} (timing the features on a {side} x {side} image)",
+                                   feature=exc.feature) from exc
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    m = measure_costs(served, images * repeats, sides, repeats=1, warmup=0, progress=show)
+    fits = {}
+    for feature in features:
+        samples = m[feature.name]
+        coefficients = fit_cost_curve(samples.sizes, samples.seconds, degree=degree, quantile=quantile)
+        fits[feature.name] = CostFit(feature.name, CostCurve(coefficients), samples.sizes, samples.seconds, quantile)
+    return fits

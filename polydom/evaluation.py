@@ -1,0 +1,228 @@
+"""Serving a fitted classifier over many budgets, and what a served item costs apart from features.
+
+:func:`serve_grid` answers every (held-out item, budget) pair without recomputing features: each
+feature of each item was computed and timed once (:func:`polydom.extraction.extract_features`),
+so the *measured* extraction time of a feature set on an item is the sum of its features' times
+on that item. PolyDom picks a set by lookup; the Greedy backends walk their sequence as
+``GreedyIndex.anytime`` does at serving time, with a clock that advances by each feature's
+recorded time -- the same decisions the walk would take if the features took those times again.
+
+:func:`serving_overhead` measures, per item, everything a request pays besides extraction: the
+lookup, assembling the chosen features' vector and predicting with the set's model (lean path),
+next to the same prediction through scikit-learn.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["GridResult", "serve_grid", "serving_overhead", "lookup_latency"]
+
+_FLOAT_MAX = sys.float_info.max
+
+
+@dataclass
+class GridResult:
+    """Answers of one classifier to every (item, budget) pair.
+
+    Attributes
+    ----------
+    budgets : ndarray of shape (n_budgets,)
+    correct : ndarray of bool, shape (n_budgets, n_items)
+    measured : ndarray of float, shape (n_budgets, n_items)
+        Measured extraction seconds of the features used.
+    predicted : ndarray of float, shape (n_budgets, n_items)
+        Seconds the cost curves predicted for them.
+    n_features : ndarray of int, shape (n_budgets, n_items)
+    """
+
+    budgets: np.ndarray
+    correct: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+    n_features: np.ndarray
+
+    def accuracy(self) -> np.ndarray:
+        """Accuracy per budget."""
+        return self.correct.mean(axis=1)
+
+    def violations(self) -> np.ndarray:
+        """Share of items whose measured extraction time exceeded the budget, per budget."""
+        return (self.measured > self.budgets[:, None]).mean(axis=1)
+
+
+def _feature_positions(clf, names) -> list[int]:
+    return [clf.feature_names_.index(n) for n in names]
+
+
+def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float]) -> GridResult:
+    """Serve every item of a precomputed feature matrix at every budget.
+
+    Parameters
+    ----------
+    clf : fitted CostSensitiveClassifier
+    X : ndarray of shape (n_items, n_columns)
+        All features of the held-out items, in ``clf.feature_columns_`` layout.
+    seconds : ndarray of shape (n_items, n_features)
+        Each feature's measured time on each item.
+    sizes : sequence of int
+        Item sizes.
+    y : array_like
+        True labels.
+    budgets : sequence of float
+
+    Returns
+    -------
+    GridResult
+    """
+    index = clf.index_
+    sizes = np.asarray(sizes, dtype=np.float64)
+    y = np.asarray(y)
+    budgets = np.asarray(budgets, dtype=np.float64)
+    n, k = len(sizes), len(budgets)
+    correct = np.zeros((k, n), dtype=bool)
+    measured = np.zeros((k, n))
+    predicted = np.zeros((k, n))
+    n_features = np.zeros((k, n), dtype=np.int64)
+    columns = clf.feature_columns_
+    for b, budget in enumerate(budgets):
+        if index.backend == "polydom":
+            batch = index.lookup_many(sizes, np.full(n, budget))
+            keys = batch.keys
+            predicted[b] = batch.cost
+        else:
+            keys = np.zeros(n, dtype=np.int64)
+            for i in range(n):
+                choice = _replayed_walk(clf, i, sizes[i], budget, seconds)
+                keys[i] = choice.key
+                predicted[b, i] = index.cost_of(choice.features, sizes[i])
+        for key in np.unique(keys):
+            rows = np.flatnonzero(keys == key)
+            choice_features = index.space.frozenset(int(key))
+            names = [f for f in clf.feature_names_ if f in choice_features]
+            plan = clf._plan(_KeyedChoice(int(key), choice_features, index.models))
+            if names:
+                cols = np.concatenate([np.arange(columns[f].start, columns[f].stop) for f in names])
+                labels = plan.predictor.predict(X[np.ix_(rows, cols)])
+                measured[b, rows] = seconds[np.ix_(rows, _feature_positions(clf, names))].sum(axis=1)
+            else:
+                labels = plan.predictor.predict(np.zeros((len(rows), 0)))
+            correct[b, rows] = labels == y[rows]
+            n_features[b, rows] = len(names)
+    return GridResult(budgets, correct, measured, predicted, n_features)
+
+
+class _KeyedChoice:
+    """The two things ``CostSensitiveClassifier._plan`` reads from a Choice."""
+
+    __slots__ = ("key", "features", "_models")
+
+    def __init__(self, key, features, models):
+        self.key, self.features, self._models = key, features, models
+
+    @property
+    def model(self):
+        return self._models.get(self.key)
+
+
+def _replayed_walk(clf, i: int, size: float, budget: float, seconds: np.ndarray):
+    """``GreedyIndex.anytime`` on item ``i`` with a clock replaying its recorded feature times."""
+    now = [0.0]
+    positions = {n: j for j, n in enumerate(clf.feature_names_)}
+
+    def compute(name):
+        now[0] += seconds[i, positions[name]]
+
+    return clf.index_.anytime(size, min(budget, _FLOAT_MAX), compute, clock=lambda: now[0])
+
+
+def lookup_latency(index, sizes: Sequence[float], budgets: Sequence[float], repeats: int = 5) -> dict:
+    """Median seconds of one ``index.lookup`` and of ``lookup_many`` per query.
+
+    Each of the ``len(sizes)`` queries is looked up once per repeat; the best of the repeats'
+    per-query averages is reported (the usual ``timeit`` convention).
+    """
+    sizes = [float(s) for s in sizes]
+    budgets = [min(float(b), _FLOAT_MAX) for b in budgets]
+    lookup = index.lookup
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for s, b in zip(sizes, budgets):
+            lookup(s, b)
+        best = min(best, (time.perf_counter() - start) / len(sizes))
+    batch_best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        index.lookup_many(sizes, budgets)
+        batch_best = min(batch_best, (time.perf_counter() - start) / len(sizes))
+    return {"lookup": best, "lookup_many_per_query": batch_best}
+
+
+def serving_overhead(clf, X: np.ndarray, sizes: Sequence[int], budgets: Sequence[float], repeats: int = 3) -> dict:
+    """Per-item seconds of everything but feature extraction, on the PolyDom serving path.
+
+    For each (item, budget), back to back: the lookup, the plan (cached per set), concatenating
+    the item's chosen feature vectors (precomputed) and the lean prediction; then, in a pass of
+    its own, the same predictions through the model's scikit-learn ``predict``, checked to be
+    identical. Back to back, the hot path stays in the CPU caches; between real extractions it
+    costs somewhat more (see the real serving pass of the demo).
+
+    Returns
+    -------
+    dict
+        ``total`` (lookup + assemble + lean predict), ``lookup``, ``assemble``, ``lean_predict``,
+        ``sklearn_predict`` (medians in seconds), ``lean_share`` (fraction of sets served by the
+        lean path), ``identical`` (bool).
+    """
+    index = clf.index_
+    columns = clf.feature_columns_
+    pairs = [(i, b) for b in budgets for i in range(len(sizes))]
+    # Warm the per-set plans (model load and lean compile happen once per set, not per item).
+    for i, b in pairs:
+        clf._plan(index.lookup(float(sizes[i]), min(float(b), _FLOAT_MAX)))
+    vectors = [{f: X[i, columns[f]].copy() for f in clf.feature_names_} for i in range(len(sizes))]
+    clock = time.perf_counter
+    t_lookup, t_assemble, t_predict, t_total, t_sklearn = [], [], [], [], []
+    served = []
+    for _ in range(repeats):
+        for i, b in pairs:
+            size, budget = float(sizes[i]), min(float(b), _FLOAT_MAX)
+            t0 = clock()
+            choice = index.lookup(size, budget)
+            plan = clf._plan(choice)
+            t1 = clock()
+            v = vectors[i]
+            x = np.concatenate([v[n] for n in plan.names]) if plan.names else np.zeros(0)
+            t2 = clock()
+            label = plan.predictor.predict_one(x)
+            t3 = clock()
+            t_lookup.append(t1 - t0)
+            t_assemble.append(t2 - t1)
+            t_predict.append(t3 - t2)
+            t_total.append(t3 - t0)
+            served.append((choice.key, plan, x, label))
+    # scikit-learn's predict in a pass of its own: interleaved, its ~1 ms of Python would evict
+    # the lean path's data from the CPU caches and inflate what is measured above.
+    identical, lean_sets, sets = True, set(), set()
+    for key, plan, x, label in served[: len(pairs)]:
+        t0 = clock()
+        ref = plan.model.predict(x.reshape(1, -1))[0]
+        t_sklearn.append(clock() - t0)
+        identical &= bool(ref == label)
+        sets.add(key)
+        if plan.predictor.lean:
+            lean_sets.add(key)
+    med = lambda v: float(np.median(v))  # noqa: E731
+    return {
+        "total": med(t_total), "lookup": med(t_lookup), "assemble": med(t_assemble),
+        "lean_predict": med(t_predict), "sklearn_predict": med(t_sklearn),
+        "total_p95": float(np.percentile(t_total, 95)),
+        "lean_share": len(lean_sets) / max(1, len(sets)), "identical": identical, "samples": len(t_total),
+    }

@@ -1,0 +1,246 @@
+"""Feature matrices: every feature of every item computed once, timed per feature, cached on disk.
+
+Training needs all features of all items (each feature set's columns are sliced from this one
+matrix), and serving experiments need each feature's measured time on each item. Both come from
+one pass, parallel over items with joblib. A cache directory keeps the result between runs under
+a fingerprint of the images, the feature definitions (their names, dimensions and the source of
+the modules that define them), the versions of the imaging libraries and the machine (the times
+are this machine's), so changing any of those recomputes instead of serving stale features.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import math
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from featurizers import Feature, FeatureError, validate_image
+
+__all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint"]
+
+_FORMAT = b"polydom-feature-matrix-v1"
+
+
+@dataclass(frozen=True)
+class FeatureMatrix:
+    """All features of a collection of images.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_items, n_columns), float64
+        Row ``i`` holds every feature of item ``i``, each in its column range.
+    columns : dict of str to slice
+        Each feature's column range, in feature order.
+    seconds : ndarray of shape (n_items, n_features), float64
+        Wall time of each feature on each item (validation of the image not included). Taken
+        while ``n_jobs`` workers shared the machine when computed in parallel.
+    cached : bool
+        Whether the matrix came from the cache.
+    """
+
+    X: np.ndarray
+    columns: dict
+    seconds: np.ndarray
+    cached: bool = False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Feature names, in column order."""
+        return tuple(self.columns)
+
+
+def _module_source_hash(function) -> str:
+    """Hash of the source of the module defining ``function`` (its helpers change results too)."""
+    target = getattr(function, "func", function)  # functools.partial
+    try:
+        module = inspect.getmodule(target)
+        source = inspect.getsource(module) if module is not None else inspect.getsource(target)
+    except (OSError, TypeError):
+        code = getattr(target, "__code__", None)
+        source = repr(code.co_code if code is not None else target)
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def feature_fingerprint(features: Sequence[Feature]) -> str:
+    """A digest of the feature definitions and the libraries they run on."""
+    h = hashlib.sha256(_FORMAT)
+    for f in features:
+        fn = getattr(f.function, "func", f.function)
+        h.update(repr((f.name, f.dimension, getattr(fn, "__module__", ""), getattr(fn, "__qualname__", ""))).encode())
+        h.update(_module_source_hash(f.function).encode())
+    for name in ("numpy", "scipy", "skimage", "PIL"):
+        module = sys.modules.get(name)
+        h.update(f"{name}={getattr(module, '__version__', '-')}".encode())
+    return h.hexdigest()
+
+
+def images_fingerprint(images: Sequence[np.ndarray]) -> str:
+    """A digest of the images' shapes, dtypes and pixels."""
+    h = hashlib.sha256()
+    for image in images:
+        a = np.ascontiguousarray(image)
+        h.update(repr((a.shape, a.dtype.str)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _machine_fingerprint() -> str:
+    return repr((platform.node(), platform.machine(), platform.processor(), os.cpu_count(), sys.version))
+
+
+def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and per-feature times of ``chunk`` = [(index, image), ...] (runs in a worker)."""
+    clock = time.perf_counter
+    rows = np.empty((len(chunk), sum(widths)))
+    seconds = np.empty((len(chunk), len(features)))
+    for r, (index, image) in enumerate(chunk):
+        array = validate_image(image, index=index)
+        at = 0
+        for j, (feature, width) in enumerate(zip(features, widths)):
+            start = clock()
+            vector = feature.evaluate(array, index=index)
+            seconds[r, j] = clock() - start
+            if vector.shape[0] != width:
+                raise FeatureError(
+                    f"feature {feature.name!r} on item {index} returned {vector.shape[0]} values, but "
+                    f"{width} on item 0; a feature's length must not depend on the image",
+                    feature=feature.name, index=index,
+                )
+            rows[r, at : at + width] = vector
+            at += width
+    return rows, seconds
+
+
+def _widths(features: Sequence[Feature], first) -> list[int]:
+    array = validate_image(first, index=0)
+    return [f.dimension if f.dimension is not None else len(f.evaluate(array, index=0)) for f in features]
+
+
+def _cache_path(cache_dir, images, features) -> str:
+    h = hashlib.sha256(_FORMAT)
+    for part in (feature_fingerprint(features), images_fingerprint(images), _machine_fingerprint()):
+        h.update(part.encode())
+    return os.path.join(os.fspath(cache_dir), f"features-{h.hexdigest()[:32]}.npz")
+
+
+def _read_cache(path: str, n: int, names: Sequence[str], widths: Sequence[int]):
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            X, seconds = data["X"], data["seconds"]
+            stored_names = [str(s) for s in data["names"]]
+            stored_widths = data["widths"].tolist()
+    except (OSError, KeyError, ValueError):
+        return None
+    if stored_names != list(names) or stored_widths != list(widths) or X.shape != (n, sum(widths)):
+        return None
+    if seconds.shape != (n, len(names)):
+        return None
+    return X, seconds
+
+
+def _write_cache(path: str, X, seconds, names, widths) -> None:
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".features-", suffix=".npz", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, X=X, seconds=seconds, names=np.array(list(names)), widths=np.array(widths, dtype=np.int64))
+        os.replace(tmp, path)  # readers see the old file or the whole new one
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def extract_features(
+    images: Sequence,
+    features: Sequence[Feature],
+    *,
+    n_jobs: int | None = None,
+    cache_dir=None,
+    progress: bool | None = None,
+) -> FeatureMatrix:
+    """Compute every feature of every image, once.
+
+    Parameters
+    ----------
+    images : sequence of array_like
+        Valid images (see :func:`featurizers.validate_image`).
+    features : sequence of Feature
+    n_jobs : int, optional
+        Items are split into chunks computed in parallel through joblib (``-1``: all cores).
+    cache_dir : path, optional
+        Read the matrix from, or write it to, ``cache_dir/features-<fingerprint>.npz``.
+    progress : bool, optional
+        A tqdm bar over the items; ``None`` shows it on a terminal only.
+
+    Returns
+    -------
+    FeatureMatrix
+
+    Raises
+    ------
+    TypeError, ValueError
+        An invalid image, named by its position.
+    FeatureError
+        A feature failed or returned a bad vector, naming the feature and the item.
+    """
+    images = list(images)
+    if not images:
+        raise ValueError("no images: at least one is required")
+    features = list(features)
+    names = [f.name for f in features]
+    widths = _widths(features, images[0])
+    columns, at = {}, 0
+    for name, width in zip(names, widths):
+        columns[name] = slice(at, at + width)
+        at += width
+    path = _cache_path(cache_dir, images, features) if cache_dir is not None else None
+    if path is not None and os.path.exists(path):
+        hit = _read_cache(path, len(images), names, widths)
+        if hit is not None:
+            return FeatureMatrix(hit[0], columns, hit[1], cached=True)
+
+    from joblib import Parallel, delayed, effective_n_jobs
+
+    workers = 1 if n_jobs in (None, 1) else max(1, effective_n_jobs(n_jobs))
+    size = max(1, math.ceil(len(images) / (4 * workers))) if workers > 1 else max(1, min(32, len(images)))
+    items = list(enumerate(images))
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    bar = None
+    if progress is not False:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(images), desc="computing features", unit="image",
+                   disable=None if progress is None else False, file=sys.stderr)
+    rows, secs = [], []
+    try:
+        if workers == 1:
+            results = (_extract_chunk(features, widths, chunk) for chunk in chunks)
+        else:
+            results = Parallel(n_jobs=n_jobs, return_as="generator")(
+                delayed(_extract_chunk)(features, widths, chunk) for chunk in chunks
+            )
+        for (r, s), chunk in zip(results, chunks):
+            rows.append(r)
+            secs.append(s)
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    X = np.concatenate(rows)
+    seconds = np.concatenate(secs)
+    if path is not None:
+        _write_cache(path, X, seconds, names, widths)
+    return FeatureMatrix(X, columns, seconds)
+

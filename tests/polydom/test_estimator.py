@@ -1,0 +1,254 @@
+"""CostSensitiveClassifier on real (small) images: the scikit-learn contract, computing only the
+chosen features, save/load round trips, recost without training, and the Greedy anytime path."""
+
+import inspect
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+
+import polydom
+from featurizers import REGISTRY, Feature
+from featurizers.datasets import load_digits_images
+
+SIDES = (16, 24)
+FAST = dict(cv=2, timing_sides=(8, 12, 16, 24, 32), timing_images=2, timing_repeats=1, random_state=0,
+            progress=False)
+NAMES = ["intensity_hist", "thumbnail", "edge_density"]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    images, labels, _ = load_digits_images(sides=SIDES, n_per_class=5, random_state=0)
+    groups = np.arange(len(images)) // len(SIDES)
+    return images, labels, groups
+
+
+@pytest.fixture(scope="module")
+def fitted(digits):
+    images, labels, groups = digits
+    return polydom.CostSensitiveClassifier(features=NAMES, **FAST).fit(images, labels, groups=groups)
+
+
+class Counter:
+    """Wraps a feature function and counts its calls (picklable, module-level)."""
+
+    def __init__(self, function):
+        self.function = function
+        self.calls = 0
+
+    def __call__(self, image):
+        self.calls += 1
+        return self.function(image)
+
+
+def counting_features(names):
+    return [Feature(f"counted_{n}", Counter(REGISTRY[n].function), dimension=REGISTRY[n].dimension) for n in names]
+
+
+class CountingLogisticRegression(LogisticRegression):
+    """A learner that counts how often it is trained."""
+
+    fits = 0
+
+    def fit(self, X, y, sample_weight=None):
+        type(self).fits += 1
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+# ------------------------------------------------------------------------------ the contract
+
+
+def test_init_stores_parameters_verbatim_and_clone_round_trips():
+    features = ["thumbnail", "hog"]
+    est = LogisticRegression(C=0.5)
+    clf = polydom.CostSensitiveClassifier(features, est, budget=0.01, alpha=1.2, cv=3, cost_quantile="max")
+    assert clf.features is features and clf.estimator is est
+    params = clf.get_params(deep=False)
+    assert set(params) == set(inspect.signature(polydom.CostSensitiveClassifier).parameters)
+    twin = clone(clf)
+    assert twin.get_params(deep=False).keys() == params.keys()
+    assert twin.features == features and twin.budget == 0.01 and twin.cost_quantile == "max"
+    assert twin.estimator is not est and twin.estimator.get_params() == est.get_params()
+    assert clf.set_params(alpha=1.5, estimator__C=2.0) is clf
+    assert clf.alpha == 1.5 and clf.estimator.C == 2.0
+    assert not any(k.endswith("_") for k in vars(polydom.CostSensitiveClassifier()))
+
+
+@pytest.mark.parametrize("method", ["predict", "explain", "score", "save", "recost"])
+def test_not_fitted_error_before_fit(method, digits, tmp_path):
+    images, labels, _ = digits
+    clf = polydom.CostSensitiveClassifier()
+    args = {"predict": (images[:2],), "explain": (images[:2],), "score": (images[:2], labels[:2]),
+            "save": (str(tmp_path / "idx"),), "recost": (images[:2],)}[method]
+    with pytest.raises(NotFittedError):
+        getattr(clf, method)(*args)
+
+
+def test_fitted_attributes_end_in_underscore(fitted):
+    params = set(fitted.get_params(deep=False))
+    public = {k for k in vars(fitted) if not k.startswith("_")}
+    assert public - params == {k for k in public - params if k.endswith("_")}
+    for attr in ("index_", "classes_", "feature_names_", "feature_columns_", "cost_fits_", "cost_curves_",
+                 "n0_", "fit_stats_"):
+        assert hasattr(fitted, attr)
+    assert fitted.feature_names_ == tuple(NAMES)
+    assert list(fitted.classes_) == list(range(10))
+
+
+def test_deterministic_with_random_state(digits, fitted):
+    images, labels, groups = digits
+    again = polydom.CostSensitiveClassifier(features=NAMES, **FAST).fit(images, labels, groups=groups)
+    # Accuracies and models depend on the seed only; costs are measured wall times, so compare
+    # what does not depend on them: the explored sets and the unlimited-budget predictions.
+    assert again.index_.explored == fitted.index_.explored
+    np.testing.assert_array_equal(again.predict(images), fitted.predict(images))
+
+
+def test_cost_curves_are_nonnegative_and_cover_the_quantile(fitted):
+    for name, fit in fitted.cost_fits_.items():
+        assert all(c >= 0 for c in fit.curve.coefficients), name
+        sizes, targets = fit.targets()
+        assert np.all(fit.curve_values(sizes) >= targets), name
+        grid = np.linspace(0, 2 * sizes.max(), 50)
+        assert np.all(np.diff(fit.curve_values(grid)) >= 0), name
+        assert isinstance(fit.expression(), str) and fit.sympy() is not None
+
+
+# ------------------------------------------------------------------- serving computes only what it chose
+
+
+@pytest.mark.parametrize("backend", ["polydom", "greedy-cost"])
+def test_predict_computes_only_the_chosen_features(digits, backend):
+    images, labels, groups = digits
+    features = counting_features(["intensity_hist", "thumbnail", "hog"])
+    clf = polydom.CostSensitiveClassifier(features=features, backend=backend, **FAST)
+    clf.fit(images, labels, groups=groups)
+    counters = {f.name: f.function for f in features}
+    for budget in (0.0, 0.0004, 0.002, None):
+        for image in images[:12]:
+            for c in counters.values():
+                c.calls = 0
+            (e,) = clf.explain([image], budget=budget)
+            assert {n for n, c in counters.items() if c.calls} == set(e.features)
+            assert all(c.calls <= 1 for c in counters.values())
+            if budget == 0.0:
+                assert e.features == () and e.measured_cost == 0.0
+    if backend == "polydom":
+        # predict chooses as explain does (lookups are deterministic), so the counts must agree.
+        chosen = [set(e.features) for e in clf.explain(images[:20], budget=0.002)]
+        for c in counters.values():
+            c.calls = 0
+        clf.predict(images[:20], budget=0.002)
+        for name, c in counters.items():
+            assert c.calls == sum(name in s for s in chosen)
+
+
+def test_explain_reports_costs_and_labels(fitted, digits):
+    images, labels, _ = digits
+    records = fitted.explain(images[:6], budget=0.01)
+    assert [r.item for r in records] == list(range(6))
+    predictions = fitted.predict(images[:6], budget=0.01)
+    for r, p in zip(records, predictions):
+        assert r.label == p and r.budget == 0.01 and r.size in (16 * 16, 24 * 24)
+        assert r.predicted_cost <= r.budget and r.measured_cost >= 0
+        assert set(r.features) <= set(NAMES) and 0 <= r.estimated_accuracy <= 1
+        assert r.within_budget == (r.measured_cost <= r.budget)
+
+
+def test_budget_trades_accuracy_for_time(fitted, digits):
+    images, labels, _ = digits
+    prior = fitted.predict(images, budget=0.0)
+    assert len(set(prior.tolist())) == 1  # {} is the majority-class model
+    assert fitted.score(images, labels, budget=0.0) == pytest.approx(np.mean(labels == prior[0]))
+    assert fitted.score(images, labels) > fitted.score(images, labels, budget=0.0)
+    per_item = fitted.predict(images[:4], budget=[0.0, 1.0, 0.0, 1.0])
+    assert per_item[0] == per_item[2] == prior[0]
+
+
+def test_predict_proba_follows_the_learner(digits):
+    images, labels, groups = digits
+    assert not hasattr(polydom.CostSensitiveClassifier(), "predict_proba")  # hinge-loss SGD
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail"], estimator=LogisticRegression(max_iter=500), **FAST)
+    clf.fit(images, labels, groups=groups)
+    proba = clf.predict_proba(images[:5], budget=1.0)
+    assert proba.shape == (5, 10)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(images[:5], budget=1.0))
+
+
+# --------------------------------------------------------------------------- storage and recost
+
+
+def test_save_load_round_trip_gives_identical_predictions(fitted, digits, tmp_path):
+    images, labels, _ = digits
+    path = tmp_path / "clf"
+    fitted.save(path)
+    loaded = polydom.CostSensitiveClassifier.load(path)
+    assert loaded.get_params() == {**fitted.get_params()}
+    assert loaded.feature_names_ == fitted.feature_names_
+    np.testing.assert_array_equal(loaded.classes_, fitted.classes_)
+    for budget in (0.0, 0.0003, 0.001, 0.005, None):
+        np.testing.assert_array_equal(loaded.predict(images, budget=budget), fitted.predict(images, budget=budget))
+    for name, fit in fitted.cost_fits_.items():
+        assert loaded.cost_curves_[name] == fit.curve
+    bare = polydom.load(path)  # the same directory is a plain index too
+    assert bare.lookup(256, 0.001) == fitted.index_.lookup(256, 0.001)
+
+
+def test_load_refuses_an_index_the_classifier_did_not_save(tmp_path):
+    index = polydom.build({"a": [1.0]}, lambda fs: 0.5 + 0.1 * len(fs))
+    index.save(tmp_path / "plain")
+    with pytest.raises(ValueError, match="not saved by CostSensitiveClassifier"):
+        polydom.CostSensitiveClassifier.load(tmp_path / "plain")
+
+
+@pytest.mark.parametrize("backend", ["polydom", "greedy"])
+def test_recost_trains_nothing(digits, backend, tmp_path):
+    images, labels, groups = digits
+    clf = polydom.CostSensitiveClassifier(features=NAMES, estimator=CountingLogisticRegression(max_iter=300),
+                                          backend=backend, **FAST).fit(images, labels, groups=groups)
+    trained = CountingLogisticRegression.fits
+    assert trained > 0
+    explored = dict(getattr(clf.index_, "explored", None) or clf.index_.accuracy)
+    before = clf.predict(images, budget=None)
+    clf.recost(images[:3], sides=(8, 16, 24, 32), repeats=1)
+    assert CountingLogisticRegression.fits == trained
+    assert clf.timing_sides_ == (8, 16, 24, 32)
+    after_explored = dict(getattr(clf.index_, "explored", None) or clf.index_.accuracy)
+    assert after_explored == explored
+    np.testing.assert_array_equal(clf.predict(images, budget=None), before)
+    # ... and after a save/load round trip, recost reads the models lazily from LMDB.
+    clf.save(tmp_path / "c")
+    loaded = polydom.CostSensitiveClassifier.load(tmp_path / "c", trusted=[CountingLogisticRegression])
+    loaded.recost(images[:2], repeats=1)
+    assert CountingLogisticRegression.fits == trained
+    np.testing.assert_array_equal(loaded.predict(images, budget=None), before)
+
+
+def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits):
+    images, labels, groups = digits
+    clf = polydom.CostSensitiveClassifier(features=NAMES, backend="greedy", **FAST).fit(images, labels, groups=groups)
+    assert clf.n0_ == np.median([im.size for im in images]) and clf.index_.n0 == clf.n0_
+    names = clf.index_.space.names
+    sequences = [[names[f] for f in seq] for seq in clf.index_.sequences]
+    for e in clf.explain(images[:6], budget=0.003):
+        assert any(set(seq[: len(e.features)]) == set(e.features) for seq in sequences), e
+        assert e.measured_cost >= 0
+
+
+def test_warm_start_reuses_features_and_costs(digits, tmp_path):
+    images, labels, groups = digits
+    clf = polydom.CostSensitiveClassifier(features=NAMES, warm_start=True, cache_dir=tmp_path / "cache", **FAST)
+    clf.fit(images, labels, groups=groups)
+    first = clf.fit_stats_
+    assert first["trained"] == first["expanded"] > 0
+    fits = clf.cost_fits_
+    clf.set_params(alpha=1.3).fit(images, labels, groups=groups)
+    assert clf.cost_fits_ is fits  # not re-timed
+    assert clf.fit_stats_["trained"] == 0 and clf.fit_stats_["reused"] == clf.fit_stats_["expanded"]
+    cold = polydom.CostSensitiveClassifier(features=NAMES, cache_dir=tmp_path / "cache", **FAST)
+    cold.fit(images, labels, groups=groups)
+    assert cold.fit_stats_["features_cached"] and cold.fit_stats_["trained"] == 0

@@ -1,0 +1,92 @@
+"""The estimator's building blocks on real images: measured cost curves, the feature matrix and
+its cache, the cross-validated black box."""
+
+import numpy as np
+import pytest
+
+from featurizers import REGISTRY, resolve_features
+from featurizers.datasets import load_digits_images
+from polydom.blackbox import FeatureSetLearner, default_estimator, make_splits
+from polydom.costs import default_timing_sides, format_expression, measure_feature_costs
+from polydom.extraction import extract_features
+from index import CostCurve
+
+
+@pytest.fixture(scope="module")
+def digits():
+    images, labels, _ = load_digits_images(sides=(16, 32), n_per_class=4, random_state=0)
+    return images, labels
+
+
+@pytest.mark.parametrize("quantile", [0.5, 0.95, "max"])
+def test_cost_fits_are_nonnegative_monotone_and_cover_the_quantile(digits, quantile):
+    images, _ = digits
+    features = resolve_features(["intensity_hist", "edge_density", "lbp"])
+    fits = measure_feature_costs(features, images[:2], (8, 12, 16, 24, 32), repeats=2, quantile=quantile,
+                                 progress=False)
+    assert list(fits) == [f.name for f in features]
+    for name, fit in fits.items():
+        assert len(fit.sizes) == len(fit.seconds) == 5 * 2 * 2
+        assert set(fit.sizes.tolist()) == {64, 144, 256, 576, 1024}
+        assert all(c >= 0 for c in fit.curve.coefficients)
+        sizes, targets = fit.targets()
+        assert np.all(fit.curve_values(sizes) >= targets)
+        assert np.all([fit.curve(s) >= t for s, t in zip(sizes, targets)])  # Horner, as lookups do
+        if quantile == "max":
+            assert np.all(fit.curve_values(fit.sizes) >= fit.seconds)
+        values = fit.curve_values(np.linspace(0, 4096, 100))
+        assert np.all(np.diff(values) >= 0)
+
+
+def test_format_expression():
+    assert format_expression(CostCurve([2.5e-4, 0, 1e-9])) == "0.00025 + 1e-09*n^2"
+    assert format_expression(CostCurve([0.0, 3e-7])) == "3e-07*n"
+    assert format_expression(CostCurve([0.0])) == "0"
+
+
+def test_default_timing_sides_cover_the_sizes_with_at_least_five():
+    sides = default_timing_sides([16 * 16, 64 * 64])
+    assert len(sides) >= 5 and sides[0] <= 16 and sides[-1] >= 64
+    assert list(sides) == sorted(set(sides))
+
+
+def test_feature_matrix_columns_times_and_cache(digits, tmp_path):
+    images, _ = digits
+    features = resolve_features(["intensity_hist", "thumbnail", "hog"])
+    m = extract_features(images[:10], features, cache_dir=tmp_path, progress=False)
+    assert not m.cached and m.names == ("intensity_hist", "thumbnail", "hog")
+    assert m.X.shape == (10, 16 + 64 + 144) and m.seconds.shape == (10, 3) and np.all(m.seconds > 0)
+    for i in (0, 7):
+        for f in features:
+            np.testing.assert_array_equal(m.X[i, m.columns[f.name]], f(images[i]))
+    again = extract_features(images[:10], features, cache_dir=tmp_path, progress=False)
+    assert again.cached
+    np.testing.assert_array_equal(again.X, m.X)
+    np.testing.assert_array_equal(again.seconds, m.seconds)
+    changed = list(images[:10])
+    changed[4] = changed[4].copy()
+    changed[4][0, 0] ^= 1
+    assert not extract_features(changed, features, cache_dir=tmp_path, progress=False).cached
+    assert not extract_features(images[:10], features[:2], cache_dir=tmp_path, progress=False).cached
+
+
+def test_black_box_slices_columns_and_models_the_empty_set(digits):
+    images, labels = digits
+    features = resolve_features(["intensity_hist", "thumbnail"])
+    m = extract_features(images, features, progress=False)
+    groups = np.arange(len(images)) // 2
+    splits = make_splits(2, labels, groups, random_state=0)
+    for train, test in splits:  # renderings of one picture never straddle the folds
+        assert not set(groups[train]) & set(groups[test])
+    learner = FeatureSetLearner(m.X, labels, m.columns, default_estimator(0), splits)
+    np.testing.assert_array_equal(learner.columns_of({"thumbnail"}), np.arange(16, 80))
+    np.testing.assert_array_equal(learner.columns_of({"thumbnail", "intensity_hist"}), np.arange(80))
+    empty = learner(frozenset())
+    assert type(empty.model).__name__ == "DummyClassifier" and empty.model.strategy == "most_frequent"
+    both = learner({"thumbnail", "intensity_hist"})
+    assert both.model.n_features_in_ == 80 and 0 <= both.accuracy <= 1
+    assert learner({"intensity_hist", "thumbnail"}) is both and learner.fits == 2
+    assert both.accuracy > empty.accuracy
+    with pytest.raises(ValueError, match="unknown features"):
+        learner({"gabor"})
+    assert REGISTRY["thumbnail"].dimension == 64
