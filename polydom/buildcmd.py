@@ -147,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         print(f"polydom build: cannot publish to {args.out!r}: {exc}", file=sys.stderr)
         return 1
-    stats = getattr(index, "stats", {}) or {}
+    built = getattr(index, "index_", index)  # a fitted classifier carries its index
+    stats = getattr(built, "stats", {}) or {}
     summary = ", ".join(f"{k}={stats[k]}" for k in ("trained", "reused", "candidates", "index_entries", "alpha_reached") if k in stats)
     print(f"polydom build: published {args.out} ({summary})", file=sys.stderr)
     del polydom
