@@ -137,6 +137,13 @@ class GreedyIndex(StoredIndex):
         self._prefix_acc = np.array([[a for _, a, _ in p] for p in self._seq_prefix], dtype=np.float64)
         self._sky_cost_arr = np.array(self._sky_cost, dtype=np.float64)
         self._sky_seq_arr = np.array(self._sky_seq, dtype=np.int64)
+        # Each serving path reads one of these snapshots once, so a refresh that swaps the
+        # index's state is atomic for concurrent readers.
+        self._serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models)
+        self._batch = (
+            self.domain, self._sky_cost_arr, self._sky_seq_arr, self._feature_horner, self._order,
+            self._prefix_key, self._prefix_acc, self.space, self.models,
+        )
 
     # ------------------------------------------------------------------ serving
 
@@ -163,13 +170,14 @@ class GreedyIndex(StoredIndex):
         TypeError
             Non-numeric arguments.
         """
-        check_query(size, budget, self.domain)
-        j = bisect_right(self._sky_cost, budget) - 1
+        domain, sky_cost, sky_seq, seq_horner, seq_prefix, _, models = self._serve
+        check_query(size, budget, domain)
+        j = bisect_right(sky_cost, budget) - 1
         # j < 0 cannot happen for a valid budget (the first entry costs 0); kept as the spec's rule.
-        sid = self._sky_seq[j if j > 0 else 0]
-        length, spent = walk_predicted(self._seq_horner[sid], size, budget)
-        features, accuracy, key = self._seq_prefix[sid][length]
-        return Choice(features, accuracy, spent, key, self.models)
+        sid = sky_seq[j if j > 0 else 0]
+        length, spent = walk_predicted(seq_horner[sid], size, budget)
+        features, accuracy, key = seq_prefix[sid][length]
+        return Choice(features, accuracy, spent, key, models)
 
     def anytime(
         self,
@@ -203,14 +211,15 @@ class GreedyIndex(StoredIndex):
             predicted; a feature that overran is still kept once computed, so ``cost`` may then
             exceed ``budget``, but no further feature is started.
         """
-        check_query(size, budget, self.domain)
+        domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = self._serve
+        check_query(size, budget, domain)
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
-        j = bisect_right(self._sky_cost, budget) - 1
-        sid = self._sky_seq[j if j > 0 else 0]
-        length, elapsed = walk_measured(self._seq_names[sid], self._seq_horner[sid], size, budget, compute, clock)
-        features, accuracy, key = self._seq_prefix[sid][length]
-        return Choice(features, accuracy, float(elapsed), key, self.models)
+        j = bisect_right(sky_cost, budget) - 1
+        sid = sky_seq[j if j > 0 else 0]
+        length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock)
+        features, accuracy, key = seq_prefix[sid][length]
+        return Choice(features, accuracy, float(elapsed), key, models)
 
     def lookup_many(self, sizes, budgets) -> Batch:
         """Answer many queries at once, vectorised with numpy.
@@ -225,19 +234,20 @@ class GreedyIndex(StoredIndex):
         Batch
             ``batch[i] == lookup(sizes[i], budgets[i])``, bit for bit.
         """
-        n, c = check_queries(sizes, budgets, self.domain)
-        entry = np.maximum(np.searchsorted(self._sky_cost_arr, c, side="right") - 1, 0)
-        sid = self._sky_seq_arr[entry]
-        per_feature = np.zeros((len(n), len(self.space)))
-        for column in self._feature_horner.T:
+        domain, sky_cost_arr, sky_seq_arr, feature_horner, order, prefix_key, prefix_acc, space, models = self._batch
+        n, c = check_queries(sizes, budgets, domain)
+        entry = np.maximum(np.searchsorted(sky_cost_arr, c, side="right") - 1, 0)
+        sid = sky_seq_arr[entry]
+        per_feature = np.zeros((len(n), len(space)))
+        for column in feature_horner.T:
             per_feature = per_feature * n[:, None] + column[None, :]
         rows = np.arange(len(n))[:, None]
         # np.cumsum adds left to right, exactly as the scalar walk accumulates ``spent``.
-        spent = np.cumsum(per_feature[rows, self._order[sid]], axis=1)
+        spent = np.cumsum(per_feature[rows, order[sid]], axis=1)
         over = spent > c[:, None]
-        length = np.where(over.any(axis=1), over.argmax(axis=1), len(self.space))
+        length = np.where(over.any(axis=1), over.argmax(axis=1), len(space))
         cost = np.where(length > 0, spent[np.arange(len(n)), np.maximum(length - 1, 0)], 0.0)
-        return Batch(self._prefix_key[sid, length], self._prefix_acc[sid, length], cost, self)
+        return Batch(prefix_key[sid, length], prefix_acc[sid, length], cost, space, models)
 
     # ------------------------------------------------------------------ state
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .build import index_from_expanded
-from .skyline import BUDGET_SLACK, PolyDomIndex, _bad_query
+from .skyline import BUDGET_SLACK, PolyDomIndex, check_query
 from .values import Choice
 
 __all__ = ["PolyDomIndexAll", "NaiveLookup"]
@@ -56,18 +56,12 @@ class NaiveLookup:
     def from_index(cls, index: PolyDomIndex) -> "NaiveLookup":
         return cls(index)
 
-    def _check(self, size, budget) -> None:
-        lo, hi = self.domain
-        try:
-            if lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf:
-                return
-        except TypeError:
-            pass
-        raise _bad_query(size, budget, self.domain)
+    def _check(self, size, budget) -> tuple[float, float]:
+        return check_query(size, budget, self.domain)
 
     def lookup(self, size: float, budget: float) -> Choice:
         """Linear scan over the candidates in pure Python."""
-        self._check(size, budget)
+        size, budget = self._check(size, budget)
         budget *= BUDGET_SLACK
         best, best_acc, best_cost = -1, -math.inf, math.inf
         for i, h in enumerate(self._horner):
@@ -82,7 +76,7 @@ class NaiveLookup:
 
     def lookup_numpy(self, size: float, budget: float) -> Choice:
         """The same scan, vectorised with numpy."""
-        self._check(size, budget)
+        size, budget = self._check(size, budget)
         budget *= BUDGET_SLACK
         coef = self._coef
         cost = np.zeros(len(coef))

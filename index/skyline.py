@@ -13,6 +13,7 @@ Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
@@ -32,14 +33,29 @@ _FLOAT_MAX = sys.float_info.max
 #: of their costs could stop the bisection early and return a far worse set.
 BUDGET_SLACK = 1.0 + 1e-12
 _new_choice = tuple.__new__
+_PLAIN = (float, int)
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
 
 
+def _as_real(name: str, value) -> float:
+    """``value`` as a float, or one clear TypeError (bools, arrays, strings and the like)."""
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    if isinstance(value, (numbers.Real, np.integer, np.floating)):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+
+
 def _bad_query(size, budget, domain) -> Exception:
-    for name, value in (("size", size), ("budget", budget)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            return TypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        values = {"size": _as_real("size", size), "budget": _as_real("budget", budget)}
+    except TypeError as exc:
+        return exc
+    for name, value in values.items():
         if math.isnan(value):
             return ValueError(f"{name} is NaN")
         if math.isinf(value):
@@ -50,24 +66,32 @@ def _bad_query(size, budget, domain) -> Exception:
     return ValueError(f"size {size!r} is outside the index's domain [{lo}, {hi}]")
 
 
-def check_query(size, budget, domain) -> None:
-    """Raise one clear error if ``(size, budget)`` is not a valid query for ``domain``."""
+def check_query(size, budget, domain) -> tuple[float, float]:
+    """``(size, budget)`` as floats, or one clear error if they are not a valid query for ``domain``."""
     lo, hi = domain
-    try:
-        if lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf:
-            return
-    except TypeError:
-        pass
-    raise _bad_query(size, budget, domain)
+    if type(size) in _PLAIN and type(budget) in _PLAIN:
+        try:
+            if lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf:
+                return float(size), float(budget)
+        except OverflowError:
+            pass
+        raise _bad_query(size, budget, domain)
+    n, c = _as_real("size", size), _as_real("budget", budget)
+    return check_query(n, c, domain)
 
 
 def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
     """Validate a batch of queries; returns them as float arrays."""
-    try:
-        n = np.asarray(sizes, dtype=float)
-        c = np.asarray(budgets, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError("sizes and budgets must be arrays of real numbers") from None
+    arrays = []
+    for name, values in (("sizes", sizes), ("budgets", budgets)):
+        try:
+            arr = np.asarray(values)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be an array of real numbers") from None
+        if arr.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}")
+        arrays.append(arr.astype(float))
+    n, c = arrays
     if n.ndim == 0:
         n = n.reshape(1)
     if c.ndim == 0:
@@ -102,21 +126,24 @@ class Batch:
     accuracy, cost : ndarray of float64
     """
 
-    __slots__ = ("keys", "accuracy", "cost", "_index")
+    __slots__ = ("keys", "accuracy", "cost", "_space", "_models")
 
-    def __init__(self, keys, accuracy, cost, index):
-        self.keys, self.accuracy, self.cost, self._index = keys, accuracy, cost, index
+    def __init__(self, keys, accuracy, cost, space, models):
+        # The feature space and models are the snapshot the answers were computed from, so a
+        # refresh of the index afterwards cannot make this batch decode keys with another space.
+        self.keys, self.accuracy, self.cost = keys, accuracy, cost
+        self._space, self._models = space, models
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def __getitem__(self, i: int) -> Choice:
         key = int(self.keys[i])
-        return Choice(self._index.space.frozenset(key), float(self.accuracy[i]), float(self.cost[i]), key, self._index.models)
+        return Choice(self._space.frozenset(key), float(self.accuracy[i]), float(self.cost[i]), key, self._models)
 
     def features(self, i: int) -> frozenset[str]:
         """Feature names of answer ``i``."""
-        return self._index.space.frozenset(int(self.keys[i]))
+        return self._space.frozenset(int(self.keys[i]))
 
 
 class IndexState(NamedTuple):
@@ -231,8 +258,9 @@ class PolyDomIndex(StoredIndex):
             cols[:, at : at + len(sky)] = self.candidate_coefficients[sky].T
             cand[at : at + len(sky)] = sky
         return (
-            np.asarray(self.bounds, dtype=float), P, [np.ascontiguousarray(c) for c in cols], cand,
+            self.domain, np.asarray(self.bounds, dtype=float), P, [np.ascontiguousarray(c) for c in cols], cand,
             np.array(self.candidates, dtype=np.int64), np.array(self.candidate_accuracy, dtype=float),
+            self.space, self.models,
         )
 
     # ------------------------------------------------------------------ serving
@@ -253,9 +281,11 @@ class PolyDomIndex(StoredIndex):
             Non-numeric arguments.
         """
         lo, size_max, bounds, lengths, quadratic, sky_rows, entries, models = self._serve
+        if type(size) not in _PLAIN or type(budget) not in _PLAIN:
+            size, budget = check_query(size, budget, self.domain)  # numpy scalars and the like
         try:
             ok = lo <= size <= size_max and 0.0 <= budget <= _FLOAT_MAX
-        except TypeError:
+        except OverflowError:
             ok = False
         if not ok:
             raise _bad_query(size, budget, self.domain)
@@ -308,9 +338,9 @@ class PolyDomIndex(StoredIndex):
         ``log2`` of the longest skyline vectorised steps over all queries, each a gather of the
         probed entries' coefficients and one Horner evaluation.
         """
-        n, c = check_queries(sizes, budgets, self.domain)
+        domain, bounds, P, cols, cand, cand_mask, cand_acc, space, models = self._batch
+        n, c = check_queries(sizes, budgets, domain)
         c = c * BUDGET_SLACK
-        bounds, P, cols, cand, cand_mask, cand_acc = self._batch
         base = (np.searchsorted(bounds, n, side="right") - 1) * P
         W = len(cols)
         pos = base.copy()
@@ -326,7 +356,7 @@ class PolyDomIndex(StoredIndex):
         for k in range(W - 2, -1, -1):
             cost = cost * n + cols[k][pos]
         ids = cand[pos]
-        return Batch(cand_mask[ids], cand_acc[ids], cost, self)
+        return Batch(cand_mask[ids], cand_acc[ids], cost, space, models)
 
     # ------------------------------------------------------------------ state
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .poly import RTOL, real_roots, sign_of_difference
+from .poly import RTOL, _effective_degree, _leading_sign, horner, real_roots, sign_of_difference
 
 __all__ = ["PairCrossings", "SweepResult", "sweep", "skyline_of"]
 
@@ -61,6 +61,19 @@ class PairCrossings:
         signs = sign_of_difference(p, q, x).astype(np.int64)
         valid = ~np.isnan(starts)
         signs = np.where(valid, signs, 0)
+        scale = np.abs(p) + np.abs(q)
+        distinct = _effective_degree(d, scale) >= 0
+        # Curves that differ only far away can read equal at every sample: read those rows'
+        # signs from the difference itself rather than from the two nearly equal values.
+        blind = distinct & ~signs.any(axis=1)
+        if blind.any():
+            from_d = np.sign(horner(d[blind], x[blind])).astype(np.int64)
+            signs[blind] = np.where(valid[blind], from_d, 0)
+        if not math.isfinite(self.hi):
+            # Beyond the last root the sign is the leading coefficient's, exactly.
+            last = valid.sum(axis=1) - 1
+            rows = np.arange(m)
+            signs[rows, last] = np.where(distinct, _leading_sign(p, q), signs[rows, last])
         # A zero interval (equal to RTOL) keeps the sign around it: no swap happens there.
         filled = signs.copy()
         for c in range(1, D + 1):
@@ -240,7 +253,8 @@ def sweep(
             sky_pos = {c: i for i, c in enumerate(sky)}
         if interesting or index_all:
             last = result.bounds[-1]
-            if t - last <= RTOL * max(1.0, abs(t)):
+            # Events computed from different pairs at one crossing differ by rounding only.
+            if t - last <= RTOL * abs(t):
                 result.skylines[-1] = list(sky)
             else:
                 result.bounds.append(t)

@@ -122,7 +122,13 @@ def run(args: argparse.Namespace) -> int:
     import polydom
 
     try:
+        _check_options(args)
         obj = load_spec(args.spec)
+        if _get(obj, "images") is not None:
+            unsupported = [flag for flag, value in (("--time-budget", args.time_budget), ("--max-expansions", args.max_expansions),
+                                                    ("--n0", args.n0), ("--cache-key", args.cache_key)) if value is not None]
+            if unsupported:
+                raise SpecError(f"{', '.join(unsupported)} cannot be used with an images SPEC")
     except SpecError as exc:
         print(f"polydom build: {exc}", file=sys.stderr)
         return 2
@@ -155,6 +161,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_options(args) -> None:
+    """Bad option values are usage errors (exit 2), found before anything is trained."""
+    if not args.alpha >= 1.0:
+        raise SpecError(f"--alpha must be >= 1, got {args.alpha}")
+    if not args.e >= 0.0:
+        raise SpecError(f"--e must be >= 0, got {args.e}")
+    if args.n_jobs == 0:
+        raise SpecError("--n-jobs must not be 0")
+    if args.time_budget is not None and not args.time_budget > 0.0:
+        raise SpecError(f"--time-budget must be > 0, got {args.time_budget}")
+    if args.max_expansions is not None and args.max_expansions < 1:
+        raise SpecError(f"--max-expansions must be >= 1, got {args.max_expansions}")
+
+
 def _build_black_box(obj, args, progress):
     import polydom
 
@@ -185,6 +205,8 @@ def _build_images(obj, args):
     import polydom
 
     params = dict(alpha=args.alpha, e=args.e, backend=args.backend, n_jobs=args.n_jobs)
+    if args.cache is not None:
+        params["cache_dir"] = args.cache
     for name in ("features", "estimator", "cv", "budget", "random_state"):
         value = _get(obj, name)
         if value is not None:

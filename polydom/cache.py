@@ -75,6 +75,8 @@ class ExpansionStore:
         self.cache_key = cache_key
 
     def _key(self, names: Sequence[str]) -> bytes:
+        if any(_SEP.decode() in n or "\x00" in n for n in names):
+            raise CacheError(f"feature names used with the expansion cache must not contain control separators: {sorted(names)!r}")
         return self._prefix + _SEP.join(n.encode() for n in sorted(names))
 
     def get(self, names: Sequence[str]):

@@ -143,13 +143,18 @@ class ModelRecorder:
                 f"(trained so far: {self.calls}, next batch: {batch}); raise the limit, raise alpha, or "
                 f"reuse an expansion cache"
             )
+        self._check_deadline()
+
+    def _check_deadline(self) -> None:
         if self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
             raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
 
     def _train(self, sets: list[frozenset]):
         """Results of the black box on ``sets``, in order, streamed as they complete."""
         if self.n_jobs in (None, 1) or len(sets) == 1:
-            for features in sets:
+            for i, features in enumerate(sets):
+                if i:
+                    self._check_deadline()  # stop between sets; what was trained is kept
                 yield self.expand(features)
             return
         from joblib import Parallel, delayed, effective_n_jobs
@@ -159,5 +164,7 @@ class ModelRecorder:
         size = max(1, math.ceil(len(sets) / (4 * workers)))
         chunks = [sets[i : i + size] for i in range(0, len(sets), size)]
         parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
-        for results in parallel(delayed(_train_chunk)(self.expand, chunk) for chunk in chunks):
+        for i, results in enumerate(parallel(delayed(_train_chunk)(self.expand, chunk) for chunk in chunks)):
+            if i:
+                self._check_deadline()
             yield from results

@@ -516,3 +516,19 @@ def test_exception_hierarchy():
     assert issubclass(polydom.UnsupportedModelError, TypeError)
     for cls in (polydom.ModelIntegrityError, polydom.UntrustedModelError):
         assert issubclass(cls, polydom.ModelLoadError) and issubclass(cls, polydom.StoreError)
+
+
+def test_a_batch_keeps_its_snapshot_across_refresh(tmp_path):
+    import polydom
+
+    small = polydom.make_synthetic(3, k=None, seed=0)
+    large = polydom.make_synthetic(8, k=None, seed=1)
+    path = tmp_path / "idx"
+    polydom.build(small.costs, small.expand).save(path)
+    index = polydom.load(path)
+    batch = index.lookup_many([1.0, 2.0], [1e4, 1e4])
+    before = [batch[0], batch[1]]
+    polydom.build(large.costs, large.expand).save(path)
+    assert index.refresh()
+    assert [batch[0], batch[1]] == before
+    assert set(before[0].features) <= set(small.costs)

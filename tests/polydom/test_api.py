@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import polydom
+from polydom.testing import BruteForce
 
 FIG3_COSTS = {"F1": [0, 0, 3], "F2": [5, 2], "F3": [30], "F4": [40]}
 # Give each figure curve its own feature and make every union worse than its best member at equal
@@ -192,3 +193,47 @@ def test_a_foreign_package_under_an_internal_name_is_refused(tmp_path):
     proc = _run(f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import polydom")
     assert proc.returncode != 0
     assert "not polydom's internal package 'greedy'" in proc.stderr
+
+
+def test_crossings_closer_than_1e_12_near_zero_stay_apart():
+    # Crossings at 1e-9 and 1.0001e-9: an absolute merge tolerance would fuse them.
+    import itertools
+
+    costs = {"a": [0, 1.0], "b": [1e-9], "c": [0, 2.0], "d": [2.0002e-9]}
+    base = {"a": .6, "b": .7, "c": .62, "d": .72}
+    acc = {frozenset(s): .5 if not s else max(base[x] for x in s) + .01 * (len(s) - 1)
+           for r in range(5) for s in itertools.combinations(costs, r)}
+    index = polydom.build(costs, acc.__getitem__, validate=True)
+    BruteForce(costs, acc.__getitem__).check(index.lookup(1.00005e-9, 2.0001e-9), 1.00005e-9, 2.0001e-9)
+
+
+def test_curves_equal_at_every_sample_but_apart_far_away_still_swap():
+    costs = {"A": [100.0, 0, 0, 1e-7], "B": [100.0 - 2e-11, 0, 0, 1e-7 + 2e-11]}
+    acc = {frozenset(): .5, frozenset("A"): .6, frozenset("B"): .7, frozenset("AB"): .8}
+    index = polydom.build(costs, acc.__getitem__, validate=True)
+    assert index.lookup(1e4, 100110.0).features == {"A"}
+
+
+@pytest.mark.parametrize("size, budget, words", [
+    (np.array([1.0]), 1.0, "size must be a real number"),
+    (True, 1.0, "size must be a real number"),
+    (1.0, False, "budget must be a real number"),
+    (10**400, 1.0, "size must be finite"),
+])
+def test_query_types_are_checked(fig3, size, budget, words):
+    with pytest.raises((TypeError, ValueError), match=words):
+        fig3.lookup(size, budget)
+
+
+def test_numpy_scalars_are_served_as_floats(fig3):
+    choice = fig3.lookup(np.float32(1.0), np.int64(7))
+    assert choice.features == {"F2"} and type(choice.cost) is float
+
+
+@pytest.mark.parametrize("sizes, budgets, exc", [
+    (["1"], [2.0], TypeError), ([True], [1.0], TypeError), ([None], [1.0], TypeError),
+    ([1.0, 2.0], [1.0, 2.0, 3.0], ValueError), ([float("nan")], [1.0], ValueError), ([1.0], [-1.0], ValueError),
+])
+def test_bad_batches(fig3, sizes, budgets, exc):
+    with pytest.raises(exc):
+        fig3.lookup_many(sizes, budgets)

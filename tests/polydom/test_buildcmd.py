@@ -84,6 +84,14 @@ def test_bad_spec_exits_2_and_publishes_nothing(spec_file, tmp_path, capsys, spe
     assert not out.exists()
 
 
+@pytest.mark.parametrize("option", [["--alpha", "0.5"], ["--e", "-1"], ["--n-jobs", "0"], ["--time-budget", "0"]])
+def test_bad_option_values_exit_2(spec_file, tmp_path, capsys, option):
+    out = tmp_path / "index"
+    assert main(["build", f"{spec_file}:SPEC", "--out", str(out), *option]) == 2
+    assert option[0] in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_failing_learner_exits_1_and_publishes_nothing(spec_file, tmp_path, capsys):
     out = tmp_path / "index"
     assert main(["build", f"{spec_file}:BROKEN", "--out", str(out)]) == 1

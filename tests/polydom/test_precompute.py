@@ -213,3 +213,15 @@ def test_progressive_alpha_validates():
         polydom.build_progressive({"a": [1]}, lambda f: 0.5, time_budget=1, alphas=[1.0, 1.2])
     with pytest.raises(ValueError, match="time_budget"):
         polydom.build_progressive({"a": [1]}, lambda f: 0.5, time_budget=float("nan"))
+
+
+def test_progressive_alpha_stops_between_sets_not_after_a_whole_layer():
+    inst = polydom.make_synthetic(10, k=None, seed=0)
+    clock = FakeClock()
+
+    def expand(features):
+        clock.now += 1.0
+        return inst.expand(features)
+
+    polydom.build_progressive(inst.costs, expand, time_budget=60, clock=clock)
+    assert clock.now <= 60.0 + 1.0
