@@ -19,7 +19,7 @@ import numpy as np
 
 from lattice import canonical_key
 
-from .poly import RTOL, le_everywhere_batch
+from .poly import RTOL, horner, le_everywhere_batch
 
 __all__ = ["rank_key", "candidate_set"]
 
@@ -69,7 +69,7 @@ def candidate_set(
     # out most pairs before the exact test.
     top = hi if np.isfinite(hi) else max(lo, 1.0) * 1e6
     samples = np.unique(np.concatenate([[lo, top], lo + (top - lo) * np.geomspace(1e-6, 1.0, 14)]))
-    values = _evaluate(coef, samples)
+    values = horner(coef, np.broadcast_to(samples, (E, len(samples))))
     if candidate_alpha == 1.0:
         keep = _exact_candidates(acc, coef, values, lo, hi)
     else:
@@ -133,9 +133,3 @@ def _alpha_candidates(acc, coef, values, lo, hi, candidate_alpha) -> np.ndarray:
     return keep
 
 
-def _evaluate(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Each row of ``coef`` at each of the sizes ``x``: shape ``(rows, len(x))``."""
-    out = np.zeros((coef.shape[0], len(x)))
-    for k in range(coef.shape[1] - 1, -1, -1):
-        out = out * x[None, :] + coef[:, k : k + 1]
-    return out

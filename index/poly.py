@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["RTOL", "horner", "real_roots", "sign_of_difference", "le_everywhere_batch"]
+__all__ = ["RTOL", "horner", "effective_degree", "leading_sign", "real_roots", "sign_of_difference", "le_everywhere_batch"]
 
 #: Relative tolerance for "equal" costs and "zero" coefficients of a difference.
 RTOL = 1e-12
@@ -26,7 +26,7 @@ def horner(coeffs: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _effective_degree(d: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def effective_degree(d: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Highest index whose coefficient is not relatively zero; -1 for a zero polynomial."""
     nonzero = np.abs(d) > RTOL * scale
     deg = np.full(d.shape[0], -1, dtype=np.int64)
@@ -56,7 +56,7 @@ def real_roots(d: np.ndarray, scale: np.ndarray, lo: float, hi: float) -> np.nda
     P, width = d.shape
     D = max(width - 1, 1)
     out = np.full((P, D), np.nan)
-    deg = _effective_degree(d, scale)
+    deg = effective_degree(d, scale)
     for k in np.unique(deg):
         if k <= 0:
             continue
@@ -144,7 +144,7 @@ def le_everywhere_batch(p: np.ndarray, q: np.ndarray, lo: float, hi: float) -> n
     if np.isfinite(hi):
         res &= sign_of_difference(pp, qq, np.full(len(todo), hi)) >= 0
     else:
-        res &= _leading_sign(pp, qq) >= 0
+        res &= leading_sign(pp, qq) >= 0
     if width > 2:
         d = qq - pp
         deriv = d[:, 1:] * np.arange(1, width)
@@ -161,10 +161,10 @@ def le_everywhere_batch(p: np.ndarray, q: np.ndarray, lo: float, hi: float) -> n
     return ok
 
 
-def _leading_sign(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+def leading_sign(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Sign of ``q - p`` as ``n -> inf``: the sign of its highest non-negligible coefficient."""
     d = q - p
     scale = np.abs(p) + np.abs(q)
-    deg = _effective_degree(d, scale)
+    deg = effective_degree(d, scale)
     lead = np.where(deg >= 0, d[np.arange(len(d)), np.maximum(deg, 0)], 0.0)
     return np.sign(lead).astype(np.int8)

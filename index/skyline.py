@@ -293,30 +293,31 @@ class PolyDomIndex(StoredIndex):
         r = bisect_right(bounds, size) - 1
         sky = sky_rows[r]
         left, right = 0, lengths[r]
+        c = 0.0  # the first entry's cost
         if quadratic:
             # Degree <= 2 (the common case): one expression, no inner loop.
+            # The last probe that fits is entry left - 1 (the first entry costs 0 and always
+            # fits), so its cost is kept rather than evaluated again.
             while left < right:
                 mid = (left + right) >> 1
                 c0, c1, c2 = sky[mid]
-                if c0 + size * (c1 + size * c2) <= limit:
+                probe = c0 + size * (c1 + size * c2)
+                if probe <= limit:
                     left = mid + 1
+                    c = probe
                 else:
                     right = mid
-            c0, c1, c2 = sky[left - 1]
-            c = c0 + size * (c1 + size * c2)
         else:
             while left < right:
                 mid = (left + right) >> 1
-                c = 0.0
+                probe = 0.0
                 for a in sky[mid]:
-                    c = c * size + a
-                if c <= limit:
+                    probe = probe * size + a
+                if probe <= limit:
                     left = mid + 1
+                    c = probe
                 else:
                     right = mid
-            c = 0.0
-            for a in sky[left - 1]:
-                c = c * size + a
         features, accuracy, key = entries[r][left - 1]
         return _new_choice(Choice, (features, accuracy, c, key, models))
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .poly import RTOL, _effective_degree, _leading_sign, horner, real_roots, sign_of_difference
+from .poly import RTOL, effective_degree, leading_sign, horner, real_roots, sign_of_difference
 
 __all__ = ["PairCrossings", "SweepResult", "sweep", "skyline_of"]
 
@@ -62,7 +62,7 @@ class PairCrossings:
         valid = ~np.isnan(starts)
         signs = np.where(valid, signs, 0)
         scale = np.abs(p) + np.abs(q)
-        distinct = _effective_degree(d, scale) >= 0
+        distinct = effective_degree(d, scale) >= 0
         # Curves that differ only far away can read equal at every sample: read those rows'
         # signs from the difference itself rather than from the two nearly equal values.
         blind = distinct & ~signs.any(axis=1)
@@ -73,7 +73,7 @@ class PairCrossings:
             # Beyond the last root the sign is the leading coefficient's, exactly.
             last = valid.sum(axis=1) - 1
             rows = np.arange(m)
-            signs[rows, last] = np.where(distinct, _leading_sign(p, q), signs[rows, last])
+            signs[rows, last] = np.where(distinct, leading_sign(p, q), signs[rows, last])
         # A zero interval (equal to RTOL) keeps the sign around it: no swap happens there.
         filled = signs.copy()
         for c in range(1, D + 1):

@@ -14,7 +14,7 @@ from lattice import naive_expand_all as _naive_expand_all
 
 from .expansion import ModelRecorder
 
-__all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain"]
+__all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "validate_problem"]
 
 BACKENDS = ("polydom", "greedy", "greedy-acc", "greedy-cost")
 
@@ -63,6 +63,16 @@ def validate_costs(costs, domain) -> tuple[FeatureSpace, tuple[CostCurve, ...]]:
             )
         curves.append(curve)
     return space, tuple(curves)
+
+
+def validate_problem(costs, domain, e, sandwich):
+    """The checks every PolyDom build shares: ``(space, curves, domain, e)`` or one clear error."""
+    domain = validate_domain(domain)
+    space, curves = validate_costs(costs, domain)
+    e = _real("e", e, low=0.0)
+    if sandwich not in SANDWICH_MODES:
+        raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
+    return space, curves, domain, e
 
 
 def build(
@@ -145,12 +155,8 @@ def build(
     t0 = time.perf_counter()
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    domain = validate_domain(domain)
-    space, curves = validate_costs(costs, domain)
+    space, curves, domain, e = validate_problem(costs, domain, e, sandwich)
     alpha = _real("alpha", alpha, low=1.0)
-    e = _real("e", e, low=0.0)
-    if sandwich not in SANDWICH_MODES:
-        raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
     cand_alpha = 1.0 if candidate_alpha is None else _real("candidate_alpha", candidate_alpha, low=1.0)
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from index import PolyDomIndex
-from lattice import SANDWICH_MODES, ExpansionCache
+from lattice import ExpansionCache
 
-from .api import _open_store, _real, build_polydom_from, validate_costs, validate_domain
+from .api import _open_store, _real, build_polydom_from, validate_problem
 from .expansion import DeadlineReached, ModelRecorder
 
 __all__ = ["build_progressive", "DEFAULT_ALPHAS"]
@@ -64,11 +64,7 @@ def build_progressive(
     alphas = [_real("alphas entry", a, low=1.0) for a in alphas]
     if not alphas or any(b >= a for a, b in zip(alphas, alphas[1:])):
         raise ValueError(f"alphas must be a non-empty, strictly decreasing sequence, got {alphas!r}")
-    if sandwich not in SANDWICH_MODES:
-        raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
-    e = _real("e", e, low=0.0)
-    domain = validate_domain(domain)
-    space, curves = validate_costs(costs, domain)
+    space, curves, domain, e = validate_problem(costs, domain, e, sandwich)
     started = clock()
     recorder = ModelRecorder(
         space, expand, n_jobs=n_jobs, store=_open_store(cache, cache_key), max_expansions=max_expansions,
