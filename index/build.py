@@ -11,7 +11,7 @@ from lattice import FeatureSpace
 from .candidates import candidate_set
 from .costcurve import CostCurve, set_cost_matrix
 from .skyline import PolyDomIndex
-from .sweep import sweep
+from .sweep import check_against_brute_force, sweep
 
 __all__ = ["index_from_expanded"]
 
@@ -45,6 +45,11 @@ def index_from_expanded(
     cand_coef = set_cost_matrix(costs, cands)
     cand_acc = [accuracy[m] for m in cands]
     swept = sweep(cand_coef, cand_acc, domain, index_all=index_all, validate=validate)
+    if validate:
+        check_against_brute_force(
+            swept, cand_coef, cand_acc, set_cost_matrix(costs, masks), [accuracy[m] for m in masks], domain,
+            alpha=candidate_alpha,
+        )
     t2 = time.perf_counter()
     all_stats = dict(stats or {})
     all_stats.update(

@@ -8,9 +8,14 @@ wrong for costs spanning 1e-7 .. 1e2 per coefficient and sizes up to 1e4 and bey
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
-__all__ = ["RTOL", "horner", "effective_degree", "leading_sign", "real_roots", "sign_of_difference", "le_everywhere_batch"]
+__all__ = [
+    "RTOL", "horner", "difference", "exact_sign", "effective_degree", "leading_sign", "real_roots",
+    "sign_of_difference", "le_everywhere_batch",
+]
 
 #: Relative tolerance for "equal" costs and "zero" coefficients of a difference.
 RTOL = 1e-12
@@ -109,8 +114,63 @@ def _companion_roots(dk: np.ndarray) -> np.ndarray:
     return r
 
 
+def difference(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``q - p`` per row, with every coefficient that is rounding noise set to exactly zero.
+
+    A coefficient of the difference counts as noise when it is within ``RTOL`` of ``|p| + |q|``:
+    two sets that share a feature sum the same terms in different orders, and their shared
+    high-degree term must cancel exactly rather than leave a far-away phantom root.
+    """
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    d = q - p
+    return np.where(np.abs(d) > RTOL * (np.abs(p) + np.abs(q)), d, 0.0)
+
+
+#: Unit roundoff of float64; Horner's error bound is a small multiple of it per degree.
+_UNIT = 2.0**-53
+
+
+def exact_sign(d: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Exact sign of each row of ``d`` (lowest degree first) at the float ``x`` of that row.
+
+    Floating-point Horner decides wherever its value exceeds the classical forward error bound
+    ``gamma_{2k} * sum |d_i| |x|^i`` (with a safety factor of two); the few rows it cannot decide
+    (a value near zero, or an overflow) are evaluated in exact rational arithmetic. The sign is
+    therefore right however far apart the magnitudes of the terms are.
+    """
+    d = np.asarray(d, dtype=float)
+    x = np.asarray(x, dtype=float)
+    out = np.zeros(d.shape[0], dtype=np.int8)
+    if d.shape[0] == 0:
+        return out
+    width = d.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = horner(d, x)
+        bound = horner(np.abs(d), np.abs(x)) * (4.0 * width + 4.0) * _UNIT
+        decided = np.isfinite(value) & np.isfinite(bound) & (np.abs(value) > bound + 1e-300)
+    out[decided] = np.sign(value[decided]).astype(np.int8)
+    for r in np.nonzero(~decided)[0]:
+        out[r] = _rational_sign(d[r], float(x[r]))
+    return out
+
+
+def _rational_sign(row: np.ndarray, x: float) -> int:
+    """Sign of one polynomial at ``x``, exactly, from the floats' exact rational values."""
+    xf = Fraction(x)
+    acc = Fraction(0)
+    for c in row[::-1].tolist():
+        acc = acc * xf + Fraction(c)
+    return (acc > 0) - (acc < 0)
+
+
 def sign_of_difference(p: np.ndarray, q: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Sign of ``q(x) - p(x)`` per row, 0 where the two agree to ``RTOL`` relative."""
+    """Sign of ``q(x) - p(x)`` per row, 0 where the two agree to ``RTOL`` relative.
+
+    Tolerant on purpose: dominance only needs "no cheaper anywhere beyond rounding". Decisions
+    that must be exact (the order of two curves in the sweep) use :func:`exact_sign` on
+    :func:`difference` instead.
+    """
     pv = horner(p, x)
     qv = horner(q, x)
     diff = qv - pv

@@ -22,13 +22,14 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .poly import RTOL, effective_degree, leading_sign, horner, real_roots, sign_of_difference
+from .poly import RTOL, difference, horner, effective_degree, exact_sign, leading_sign, real_roots
 
-__all__ = ["PairCrossings", "SweepResult", "sweep", "skyline_of"]
+__all__ = ["PairCrossings", "SweepResult", "TheoremViolation", "check_against_brute_force", "sweep", "skyline_of"]
 
 
 class PairCrossings:
@@ -49,26 +50,22 @@ class PairCrossings:
         q = self.coef[i + 1 :]
         p = np.broadcast_to(self.coef[i], q.shape)
         m = len(q)
-        d = q - p
-        roots = real_roots(d, np.abs(p) + np.abs(q), self.lo, self.hi)
+        d = difference(p, q)
+        scale = np.abs(p) + np.abs(q)
+        roots = real_roots(d, scale, self.lo, self.hi)
         D = roots.shape[1]
-        # One sample point inside each interval between consecutive roots.
+        # One sample point inside each interval between consecutive roots; the sign there is
+        # exact (the difference's own coefficients, rational arithmetic where floats cannot
+        # decide), so a large term shared by both curves can never drown their difference.
         starts = np.concatenate([np.full((m, 1), self.lo), roots], axis=1)
         ends = np.concatenate([roots, np.full((m, 1), np.nan)], axis=1)
         after = (starts + self.hi) / 2.0 if math.isfinite(self.hi) else starts + np.maximum(1.0, np.abs(starts))
         x = np.where(np.isnan(ends), after, (starts + ends) / 2.0)
         x = np.where(np.isnan(x), self.lo, x)
-        signs = sign_of_difference(p, q, x).astype(np.int64)
         valid = ~np.isnan(starts)
+        signs = exact_sign(np.repeat(d, D + 1, axis=0), x.reshape(-1)).reshape(m, D + 1).astype(np.int64)
         signs = np.where(valid, signs, 0)
-        scale = np.abs(p) + np.abs(q)
         distinct = effective_degree(d, scale) >= 0
-        # Curves that differ only far away can read equal at every sample: read those rows'
-        # signs from the difference itself rather than from the two nearly equal values.
-        blind = distinct & ~signs.any(axis=1)
-        if blind.any():
-            from_d = np.sign(horner(d[blind], x[blind])).astype(np.int64)
-            signs[blind] = np.where(valid[blind], from_d, 0)
         if not math.isfinite(self.hi):
             # Beyond the last root the sign is the leading coefficient's, exactly.
             last = valid.sum(axis=1) - 1
@@ -165,7 +162,58 @@ def initial_order(coef: np.ndarray, lo: float) -> list[int]:
 
 
 class TheoremViolation(AssertionError):
-    """``validate=True`` found an event where Theorem 3.13's verdict disagrees with a recomputation."""
+    """``validate=True`` found a stored skyline that is wrong: a Theorem 3.13 verdict that
+    disagrees with a recomputation, or a set that beats the skyline somewhere in the domain."""
+
+
+def sample_sizes(bounds: Sequence[float], hi: float) -> list[float]:
+    """Every interesting point, a point between each two, and one beyond the last."""
+    points = [float(b) for b in bounds]
+    between = [(a + b) / 2.0 for a, b in zip(points, points[1:])]
+    last = points[-1]
+    beyond = (last + hi) / 2.0 if math.isfinite(hi) else last + max(1.0, abs(last))
+    return sorted(points + between + [beyond])
+
+
+def check_against_brute_force(
+    result: SweepResult,
+    candidate_coef: np.ndarray,
+    candidate_accuracy: Sequence[float],
+    all_coef: np.ndarray,
+    all_accuracy: Sequence[float],
+    domain: tuple[float, float],
+    *,
+    alpha: float = 1.0,
+    rtol: float = 1e-9,
+) -> None:
+    """Raise :class:`TheoremViolation` unless the stored skylines answer every budget right.
+
+    At every interesting point, between each two and beyond the last, every set of ``all_coef``
+    (the brute force: all expanded sets, not only the candidates) must be matched by a stored
+    skyline entry costing at most its cost (``rtol`` relative) with ``alpha`` times the accuracy
+    at least its own; and the stored skyline must be sorted by cost with accuracy strictly rising.
+    """
+    all_coef = np.asarray(all_coef, dtype=float)
+    all_acc = np.asarray(all_accuracy, dtype=float)
+    cand_acc = np.asarray(candidate_accuracy, dtype=float)
+    for x in sample_sizes(result.bounds, float(domain[1])):
+        r = bisect_right(result.bounds, x) - 1
+        sky = np.asarray(result.skylines[r], dtype=np.int64)
+        sky_cost = horner(np.asarray(candidate_coef, dtype=float)[sky], np.full(len(sky), x))
+        sky_acc = cand_acc[sky]
+        if np.any(np.diff(sky_acc) <= 0) or np.any(np.diff(sky_cost) < -rtol * np.abs(sky_cost[1:])):
+            raise TheoremViolation(f"at n={x!r}: stored skyline {sky.tolist()} is not sorted by cost and accuracy")
+        costs = horner(all_coef, np.full(len(all_coef), x))
+        # The best skyline accuracy affordable at each set's own cost (plus rounding slack).
+        reach = np.searchsorted(sky_cost, costs * (1 + rtol) + 1e-300, side="right") - 1
+        served = np.where(reach >= 0, sky_acc[np.maximum(reach, 0)], -np.inf)
+        beaten = alpha * served < all_acc - 1e-15
+        if beaten.any():
+            s = int(np.nonzero(beaten)[0][0])
+            raise TheoremViolation(
+                f"at n={x!r}: a set costing {costs[s]!r} with accuracy {all_acc[s]!r} beats the stored "
+                f"skyline, which serves {served[s]!r} at that cost"
+            )
 
 
 def sweep(

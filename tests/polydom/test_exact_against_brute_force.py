@@ -163,3 +163,69 @@ def test_noisy_accuracies_need_e():
     for size in [0.0, 1.0, 17.0, 300.0]:
         for budget in brute.costs_at(size)[::7]:
             brute.check(index.lookup(size, float(budget)), size, float(budget))
+
+
+# Wide dynamic ranges: degree <= 4, coefficients from 1e-12 to 1e3 (zeros included), sizes over ten
+# decades on the default domain. A large term shared by two sets must never hide their difference.
+
+
+@st.composite
+def wide_instances(draw, max_features=5):
+    n = draw(st.integers(1, max_features))
+    names = [f"w{i}" for i in range(n)]
+    costs = {}
+    for name in names:
+        degree = draw(st.integers(0, 4))
+        costs[name] = [
+            0.0 if draw(st.integers(0, 2)) == 0 else draw(st.floats(1.0, 9.99)) * 10.0 ** draw(st.integers(-12, 2))
+            for _ in range(degree + 1)
+        ]
+    rng = random.Random(draw(st.integers(0, 2**31)))
+    mono = {}
+    for m in sorted(range(1 << n), key=int.bit_count):
+        mono[m] = max([0.3 + 0.6 * rng.random()] + [mono[m & ~(1 << i)] for i in range(n) if m >> i & 1])
+    return costs, {frozenset(names[i] for i in range(n) if m >> i & 1): a for m, a in mono.items()}
+
+
+@SETTINGS
+@given(wide_instances(), st.randoms(use_true_random=False))
+def test_wide_dynamic_range_matches_brute_force(instance, rng):
+    costs, acc = instance
+    index = polydom.build(costs, acc.__getitem__, validate=True)
+    brute = BruteForce(costs, acc.__getitem__)
+    sizes = [10.0 ** rng.uniform(-5, 5) for _ in range(25)]
+    sizes += [b * f for b in index.bounds[1:] for f in (1 - 1e-6, 1 + 1e-6)]
+    for size in sizes:
+        set_costs = brute.costs_at(size)
+        budgets = [float(c) * f for c in rng.sample(list(set_costs), min(8, len(set_costs))) for f in (0.999, 1.001)]
+        for budget in budgets:
+            brute.check(index.lookup(size, budget), size, budget)
+
+
+def test_shared_high_degree_term_does_not_hide_a_crossing():
+    # {a, big} and {b, big} share n^4; their difference n^2 - 1e-3 - 1e-9 n^3 changes sign near
+    # n = 0.0316 and again near n = 1e9, where n^4 is 1e36 and drowns it in relative terms.
+    costs = {"a": [1e-3, 0, 0, 1e-9], "b": [0, 0, 1.0], "big": [0, 0, 0, 0, 1.0]}
+    acc = {frozenset(): .5, frozenset("a"): .6, frozenset("b"): .7, frozenset({"big"}): .8, frozenset("ab"): .75,
+           frozenset({"a", "big"}): .9, frozenset({"b", "big"}): .95, frozenset({"a", "b", "big"}): .95}
+    index = polydom.build(costs, acc.__getitem__, validate=True)
+    naive = polydom.NaiveLookup.from_index(index)
+    assert set(index.lookup(0.1, 0.005).features) == {"a", "big"}
+    brute = BruteForce(costs, acc.__getitem__)
+    for size in np.geomspace(1e-4, 1e10, 57):
+        for budget in brute.costs_at(size) * 1.0001:
+            choice = index.lookup(size, budget)
+            brute.check(choice, size, budget)
+            assert choice.accuracy == naive.lookup(size, budget).accuracy
+
+
+def test_validate_catches_a_skyline_that_misses_a_set():
+    from index.sweep import SweepResult, TheoremViolation, check_against_brute_force
+
+    coef = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # 0, 1, n: n is cheaper than 1 below n = 1
+    acc = [0.5, 0.8, 0.8]
+    wrong = SweepResult(bounds=[0.0], skylines=[[0, 1]])  # forgets that n serves .8 for less below 1
+    with pytest.raises(TheoremViolation, match="beats the stored skyline"):
+        check_against_brute_force(wrong, coef, acc, coef, acc, (0.0, math.inf))
+    right = SweepResult(bounds=[0.0, 1.0], skylines=[[0, 2], [0, 1]])
+    check_against_brute_force(right, coef, acc, coef, acc, (0.0, math.inf))
