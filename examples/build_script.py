@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import polydom
-from featurizers.datasets import load_digits_images
+from polydom.featurizers.datasets import load_digits_images
 
 FEATURES = ["intensity_hist", "thumbnail", "edge_density", "hog"]
 #: The policy: content categories (here digits) whose images are flagged for review.

@@ -37,7 +37,7 @@ SPEC = _digits_black_box
 
 
 def DIGITS():
-    from featurizers.datasets import load_digits_images
+    from polydom.featurizers.datasets import load_digits_images
 
     images, labels, _ = load_digits_images(sides=(16, 32), n_per_class=8)
     return {"images": images, "labels": labels, "features": ["size_meta", "thumbnail", "intensity_hist"], "cv": 2}

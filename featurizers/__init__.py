@@ -5,8 +5,8 @@ measured (`featurizers.timing.measure_costs`) as functions of ``n`` so that
 polydom can bound them by polynomials in ``n``.
 """
 
-from featurizers.image_features import MIN_SIDE, as_gray_float, item_size, validate_image
-from featurizers.registry import (
+from polydom.featurizers.image_features import MIN_SIDE, as_gray_float, item_size, validate_image
+from polydom.featurizers.registry import (
     REGISTRY,
     Feature,
     FeatureError,
@@ -19,7 +19,7 @@ from featurizers.registry import (
     resolve_features,
     unregister_feature,
 )
-from featurizers.timing import CostMeasurements, CostSamples, measure_costs, resize_square
+from polydom.featurizers.timing import CostMeasurements, CostSamples, measure_costs, resize_square
 
 __all__ = [
     "MIN_SIDE",
@@ -43,4 +43,3 @@ __all__ = [
     "validate_image",
 ]
 
-__polydom_package__ = "featurizers"

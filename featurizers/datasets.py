@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from scipy.ndimage import affine_transform
 
-from featurizers.image_features import MIN_SIDE
+from polydom.featurizers.image_features import MIN_SIDE
 
 __all__ = [
     "FASHION_MNIST_CLASSES",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from featurizers import image_features as _img
+from polydom.featurizers import image_features as _img
 
 __all__ = [
     "REGISTRY",

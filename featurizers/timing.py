@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from skimage.transform import resize
 
-from featurizers.image_features import MIN_SIDE, as_gray_float, validate_image
-from featurizers.registry import Feature, resolve_features
+from polydom.featurizers.image_features import MIN_SIDE, as_gray_float, validate_image
+from polydom.featurizers.registry import Feature, resolve_features
 
 __all__ = ["CostMeasurements", "CostSamples", "measure_costs", "resize_square"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from index import CostCurve
-from lattice import FeatureSpace
+from polydom.index import CostCurve
+from polydom.lattice import FeatureSpace
 
 from .expansion import greedy_sequences
 from .index import GreedyIndex

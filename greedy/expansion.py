@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from lattice import ExpansionCache
+from polydom.lattice import ExpansionCache
 
 __all__ = ["GreedyExpansion", "greedy_sequences"]
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
-from index.base import StoredIndex, jsonable
-from lattice import FeatureSpace
+from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
+from polydom.index.base import StoredIndex, jsonable
+from polydom.lattice import FeatureSpace
 
 from .anytime import walk_measured, walk_predicted
 from .skyline import SkylineEntry, prefix_masks, prefix_skyline

@@ -13,7 +13,6 @@ from .skyline import Batch, IndexState, PolyDomIndex, check_queries, check_query
 from .sweep import SweepResult, TheoremViolation, sweep
 from .values import Choice, Expansion, check_accuracy
 
-__polydom_package__ = "index"
 
 register_backend(PolyDomIndex.backend, PolyDomIndex)
 register_backend(PolyDomIndexAll.backend, PolyDomIndexAll)

@@ -6,7 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lattice import FeatureSpace
+from polydom.lattice import FeatureSpace
 
 from .candidates import candidate_set
 from .costcurve import CostCurve, set_cost_matrix

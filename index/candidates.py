@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from lattice import canonical_key
+from polydom.lattice import canonical_key
 
 from .poly import RTOL, horner, le_everywhere_batch
 

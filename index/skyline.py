@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lattice import FeatureSpace
+from polydom.lattice import FeatureSpace
 
 from .base import StoredIndex, jsonable
 from .costcurve import CostCurve, set_cost_matrix

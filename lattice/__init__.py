@@ -10,7 +10,6 @@ from .explorer import SANDWICH_MODES, ExpansionCache, Exploration, explore, naiv
 from .featureset import FeatureSpace, bits_of, canonical_key, popcount
 from .graph import lattice_graph
 
-__polydom_package__ = "lattice"
 
 __all__ = [
     "FeatureSpace", "bits_of", "canonical_key", "popcount",

@@ -19,60 +19,24 @@ Everything is exported lazily (PEP 562): serving an index imports neither scikit
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import os
-import sys
 
 __version__ = "0.1.0"
-
-_INTERNAL = ("lattice", "index", "greedy", "featurizers")
-
-
-def _verify_internal_packages() -> None:
-    """Refuse to run on top of an unrelated distribution that shadows an internal package name."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for name in _INTERNAL:
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            origin = module.__file__
-        else:
-            spec = importlib.util.find_spec(name)
-            origin = spec.origin if spec is not None else None
-        if origin is None:
-            raise ImportError(f"polydom's internal package {name!r} is missing; reinstall polydom")
-        package_dir = os.path.dirname(os.path.abspath(origin))
-        marker_ok = False
-        if os.path.dirname(package_dir) == here:
-            try:
-                with open(origin, encoding="utf-8") as fh:
-                    marker_ok = f'__polydom_package__ = "{name}"' in fh.read()
-            except OSError:
-                marker_ok = False
-        if not marker_ok:
-            raise ImportError(
-                f"the module {name!r} found at {origin} is not polydom's internal package {name!r} "
-                f"(another installed distribution uses that name); uninstall it or use a separate "
-                f"environment for polydom"
-            )
-
-
-_verify_internal_packages()
 
 _EXPORTS = {
     "build": ("polydom.api", "build"),
     "naive_expand_all": ("polydom.api", "naive_expand_all"),
-    "CostCurve": ("index.costcurve", "CostCurve"),
-    "Choice": ("index.values", "Choice"),
-    "Expansion": ("index.values", "Expansion"),
-    "PolyDomIndex": ("index.skyline", "PolyDomIndex"),
-    "Batch": ("index.skyline", "Batch"),
-    "NaiveLookup": ("index.baselines", "NaiveLookup"),
-    "PolyDomIndexAll": ("index.baselines", "PolyDomIndexAll"),
-    "TheoremViolation": ("index.sweep", "TheoremViolation"),
+    "CostCurve": ("polydom.index.costcurve", "CostCurve"),
+    "Choice": ("polydom.index.values", "Choice"),
+    "Expansion": ("polydom.index.values", "Expansion"),
+    "PolyDomIndex": ("polydom.index.skyline", "PolyDomIndex"),
+    "Batch": ("polydom.index.skyline", "Batch"),
+    "NaiveLookup": ("polydom.index.baselines", "NaiveLookup"),
+    "PolyDomIndexAll": ("polydom.index.baselines", "PolyDomIndexAll"),
+    "TheoremViolation": ("polydom.index.sweep", "TheoremViolation"),
     "make_synthetic": ("polydom.synthetic", "make_synthetic"),
     "SyntheticInstance": ("polydom.synthetic", "SyntheticInstance"),
-    "audit_monotonicity": ("lattice.audit", "audit_monotonicity"),
-    "lattice_graph": ("lattice.graph", "lattice_graph"),
+    "audit_monotonicity": ("polydom.lattice.audit", "audit_monotonicity"),
+    "lattice_graph": ("polydom.lattice.graph", "lattice_graph"),
     "PolydomError": ("polydom.errors", "PolydomError"),
     "ExpansionLimitError": ("polydom.expansion", "ExpansionLimitError"),
     "ExpansionStore": ("polydom.cache", "ExpansionStore"),
@@ -81,15 +45,15 @@ _EXPORTS = {
     "load": ("polydom.loading", "load"),
     "CostSensitiveClassifier": ("polydom.estimator", "CostSensitiveClassifier"),
     "Explanation": ("polydom.estimator", "Explanation"),
-    "StoreError": ("index.store", "StoreError"),
-    "IndexNotFoundError": ("index.store", "IndexNotFoundError"),
-    "IndexFormatError": ("index.store", "IndexFormatError"),
-    "IndexVersionError": ("index.store", "IndexVersionError"),
-    "IndexWriteError": ("index.store", "IndexWriteError"),
-    "UnsupportedModelError": ("index.store", "UnsupportedModelError"),
-    "ModelLoadError": ("index.store", "ModelLoadError"),
-    "ModelIntegrityError": ("index.store", "ModelIntegrityError"),
-    "UntrustedModelError": ("index.store", "UntrustedModelError"),
+    "StoreError": ("polydom.index.store", "StoreError"),
+    "IndexNotFoundError": ("polydom.index.store", "IndexNotFoundError"),
+    "IndexFormatError": ("polydom.index.store", "IndexFormatError"),
+    "IndexVersionError": ("polydom.index.store", "IndexVersionError"),
+    "IndexWriteError": ("polydom.index.store", "IndexWriteError"),
+    "UnsupportedModelError": ("polydom.index.store", "UnsupportedModelError"),
+    "ModelLoadError": ("polydom.index.store", "ModelLoadError"),
+    "ModelIntegrityError": ("polydom.index.store", "ModelIntegrityError"),
+    "UntrustedModelError": ("polydom.index.store", "UntrustedModelError"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from index import CostCurve, PolyDomIndex, as_cost_curve, index_from_expanded
-from lattice import SANDWICH_MODES, ExpansionCache, Exploration, FeatureSpace, explore
-from lattice import naive_expand_all as _naive_expand_all
+from polydom.index import CostCurve, PolyDomIndex, as_cost_curve, index_from_expanded
+from polydom.lattice import SANDWICH_MODES, ExpansionCache, Exploration, FeatureSpace, explore
+from polydom.lattice import naive_expand_all as _naive_expand_all
 
 from .expansion import ModelRecorder
 
@@ -161,7 +161,7 @@ def build(
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)
     if backend != "polydom":
-        from greedy import build_greedy
+        from polydom.greedy import build_greedy
 
         return build_greedy(space, curves, recorder, domain=domain, backend=backend, **backend_options)
     if backend_options:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from index.values import Expansion
+from polydom.index.values import Expansion
 
 __all__ = ["FeatureSetLearner", "default_estimator", "make_splits"]
 

@@ -21,7 +21,7 @@ import os
 import struct
 from collections.abc import Iterable, Sequence
 
-from index.modelcodec import decode_model, digest, encode_model, normalize_trusted
+from polydom.index.modelcodec import decode_model, digest, encode_model, normalize_trusted
 
 from .errors import PolydomError
 

@@ -263,7 +263,7 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``polydom`` command line; returns the exit status."""
-    from index.store import StoreError
+    from polydom.index.store import StoreError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from featurizers import MIN_SIDE, Feature, FeatureError, item_size, measure_costs, resize_square
-from index.costcurve import CostCurve
-from index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
+from polydom.featurizers import MIN_SIDE, Feature, FeatureError, item_size, measure_costs, resize_square
+from polydom.index.costcurve import CostCurve
+from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
 
 __all__ = ["CostFit", "default_timing_sides", "choose_timing_images", "measure_feature_costs", "format_expression"]
 

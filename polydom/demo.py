@@ -84,7 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from featurizers import REGISTRY
+    from polydom.featurizers import REGISTRY
 
     if args.quick:
         features, per_class, timing = QUICK_FEATURES, 4, (16, 24, 32, 48, 64)
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--per-class must be >= 2, got {per_class}")
     sides = args.sides
     if args.dataset == "fashion-mnist":
-        from featurizers.datasets import fashion_mnist_available
+        from polydom.featurizers.datasets import fashion_mnist_available
 
         if not fashion_mnist_available():
             raise ValueError("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist); "
@@ -192,8 +192,8 @@ def run_demo(
     dict
     """
     import polydom
-    from featurizers import resolve_features
-    from featurizers.datasets import load_digits_images, load_fashion_mnist_images
+    from polydom.featurizers import resolve_features
+    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
 
     from . import plots, report
     from .evaluation import lookup_latency, serve_grid, serving_overhead

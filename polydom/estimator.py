@@ -25,7 +25,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from featurizers import Feature, default_features, item_size, resolve_features, validate_image
+from polydom.featurizers import Feature, default_features, item_size, resolve_features, validate_image
 
 from .costs import CostFit, choose_timing_images, default_timing_sides, measure_feature_costs
 from .lean import lean_model
@@ -515,7 +515,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
     def _metadata(self) -> dict:
         """What :meth:`load` needs besides the index, as JSON."""
-        from index.modelcodec import encode_model
+        from polydom.index.modelcodec import encode_model
 
         params, unsaved = _json_params({k: v for k, v in self.get_params(deep=False).items() if k != "estimator"})
         estimator = None
@@ -552,7 +552,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         str
             The published version's name.
         """
-        from index.store import save_index
+        from polydom.index.store import save_index
 
         check_is_fitted(self, "index_")
         # The classifier's own state rides in the index's JSON params: covered by the stored
@@ -578,7 +578,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             As :func:`polydom.load`.
         """
         import polydom
-        from index.modelcodec import decode_model, digest, normalize_trusted
+        from polydom.index.modelcodec import decode_model, digest, normalize_trusted
 
         index = polydom.load(path, trusted=trusted)
         meta = index.params.get(_META_KEY)
@@ -634,7 +634,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         import polydom
-        from index.skyline import IndexState
+        from polydom.index.skyline import IndexState
 
         check_is_fitted(self, "index_")
         images = _check_images(images)

@@ -20,8 +20,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from index import check_accuracy
-from lattice import FeatureSpace
+from polydom.index import check_accuracy
+from polydom.lattice import FeatureSpace
 
 from .errors import PolydomError
 

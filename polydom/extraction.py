@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from featurizers import Feature, FeatureError, validate_image
+from polydom.featurizers import Feature, FeatureError, validate_image
 
 __all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint"]
 

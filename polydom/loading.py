@@ -5,12 +5,12 @@ from __future__ import annotations
 import importlib
 import os
 
-from index.backends import backend_class
+from polydom.index.backends import backend_class
 
 __all__ = ["load"]
 
 # Packages that register backends when imported; ``index`` cannot import them itself.
-_BACKEND_PACKAGES = ("greedy",)
+_BACKEND_PACKAGES = ("polydom.greedy",)
 
 
 def _resolve_backend(tag: str) -> type:
@@ -65,6 +65,6 @@ def load(path: str | os.PathLike, *, trusted=None):
     >>> loaded.lookup(size=3, budget=7) == index.lookup(size=3, budget=7)
     True
     """
-    from index.store import load_index
+    from polydom.index.store import load_index
 
     return load_index(path, trusted=trusted, resolve=_resolve_backend)

@@ -13,8 +13,8 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from index import PolyDomIndex
-from lattice import ExpansionCache
+from polydom.index import PolyDomIndex
+from polydom.lattice import ExpansionCache
 
 from .api import _open_store, _real, build_polydom_from, validate_problem
 from .expansion import DeadlineReached, ModelRecorder

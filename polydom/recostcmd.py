@@ -51,7 +51,7 @@ def read_images(directory) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    from featurizers.datasets import load_digits_images
+    from polydom.featurizers.datasets import load_digits_images
 
     from .estimator import CostSensitiveClassifier
 

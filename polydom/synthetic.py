@@ -6,7 +6,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from index import CostCurve
+from polydom.index import CostCurve
 
 __all__ = ["SyntheticInstance", "make_synthetic"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from index import as_cost_curve
+from polydom.index import as_cost_curve
 
 __all__ = ["BruteForce", "RELATIVE_SLACK"]
 

@@ -8,7 +8,7 @@ from skimage import data
 from skimage.color import rgb2gray
 from skimage.transform import resize
 
-from featurizers import (
+from polydom.featurizers import (
     MIN_SIDE,
     REGISTRY,
     Feature,
@@ -22,7 +22,7 @@ from featurizers import (
     unregister_feature,
     validate_image,
 )
-from featurizers.datasets import (
+from polydom.featurizers.datasets import (
     fashion_mnist_available,
     load_digits_images,
     load_fashion_mnist,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from skimage import data
 
-from featurizers import Feature, MIN_SIDE, get_feature, measure_costs, resize_square
-from index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
+from polydom.featurizers import Feature, MIN_SIDE, get_feature, measure_costs, resize_square
+from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
 
 
 @pytest.fixture(scope="module")

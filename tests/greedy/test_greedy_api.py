@@ -7,9 +7,9 @@ import types
 import numpy as np
 import pytest
 
-import index as index_pkg
+import polydom.index as index_pkg
 import polydom
-from greedy import DEFAULT_LAMBDAS, GreedyIndex, accuracy_vs_budget
+from polydom.greedy import DEFAULT_LAMBDAS, GreedyIndex, accuracy_vs_budget
 
 COSTS = {"a": [1.0], "b": [0.0, 2.0], "c": [0.5, 0.0, 0.1]}
 
@@ -98,9 +98,9 @@ def test_bad_queries(size, budget, error, match):
 
 def test_save_delegates_to_the_store(monkeypatch):
     calls = []
-    fake = types.ModuleType("index.store")
+    fake = types.ModuleType("polydom.index.store")
     fake.save_index = lambda index, path, **options: calls.append((index, path, options))
-    monkeypatch.setitem(sys.modules, "index.store", fake)
+    monkeypatch.setitem(sys.modules, "polydom.index.store", fake)
     index = _build(backend="greedy-cost")
     index.save("/tmp/where", map_size=1 << 20)
     assert calls == [(index, "/tmp/where", {"map_size": 1 << 20})]

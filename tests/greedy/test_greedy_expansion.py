@@ -5,7 +5,7 @@ import math
 import pytest
 
 import polydom
-from greedy import DEFAULT_LAMBDAS, greedy_sequences
+from polydom.greedy import DEFAULT_LAMBDAS, greedy_sequences
 
 N0 = 1.0
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import polydom
-from greedy import GreedyIndex, prefix_masks
+from polydom.greedy import GreedyIndex, prefix_masks
 from polydom.testing import BruteForce
 
 SETTINGS = settings(

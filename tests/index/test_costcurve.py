@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index import CostCurve
+from polydom.index import CostCurve
 
 
 def test_evaluation_and_sum():

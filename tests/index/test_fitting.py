@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
+from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
 
 
 def _power_sum(coefficients, sizes):

@@ -20,8 +20,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import polydom
-from index import modelcodec, storeformat
-from index.store import store_of
+from polydom.index import modelcodec, storeformat
+from polydom.index.store import store_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -232,7 +232,7 @@ def test_each_save_publishes_a_new_version_and_old_ones_are_removed(built, tmp_p
         index.save(path)
         assert os.readlink(path / "current") == expected
     assert listing(path) == [".writer.lock", "current", "v00000002", "v00000003"]
-    from index.store import save_index
+    from polydom.index.store import save_index
 
     save_index(index, path, keep=1)
     assert listing(path) == [".writer.lock", "current", "v00000004"]

@@ -6,8 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from index import sweep
-from index.sweep import skyline_of
+from polydom.index import sweep
+from polydom.index.sweep import skyline_of
 
 FIG3 = np.array([[0, 0, 3], [5, 2, 0], [30, 0, 0], [40, 0, 0]], dtype=float)
 FIG3_ACC = [0.70, 0.75, 0.65, 0.80]

@@ -6,7 +6,7 @@ import random
 import networkx as nx
 import pytest
 
-from lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore, lattice_graph, naive_expand_all
+from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore, lattice_graph, naive_expand_all
 
 FIG2 = {
     "": 0.50, "1": 0.78, "2": 0.70, "3": 0.75, "4": 0.60,

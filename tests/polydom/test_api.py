@@ -186,13 +186,37 @@ def test_building_and_serving_do_not_import_sklearn_or_sympy():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_a_foreign_package_under_an_internal_name_is_refused(tmp_path):
-    fake = tmp_path / "greedy"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("VALUE = 1\n")
-    proc = _run(f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import polydom")
-    assert proc.returncode != 0
-    assert "not polydom's internal package 'greedy'" in proc.stderr
+def test_unrelated_top_level_packages_do_not_shadow_polydom(tmp_path):
+    # A user's own ``index``, ``lattice``, ``greedy`` and ``featurizers`` come first on sys.path;
+    # polydom's layers live under ``polydom.*`` and never see them.
+    for name in ("index", "lattice", "greedy", "featurizers"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("raise RuntimeError('the user module was imported')\n")
+    proc = _run(
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import polydom\n"
+        "inst = polydom.make_synthetic(5, k=None, seed=1)\n"
+        f"index = polydom.build(inst.costs, inst.expand); index.save({str(tmp_path / 'ix')!r})\n"
+        "greedy = polydom.build(inst.costs, inst.expand, backend='greedy', n0=10.0)\n"
+        f"loaded = polydom.load({str(tmp_path / 'ix')!r})\n"
+        "assert loaded.lookup(10.0, 50.0) == index.lookup(10.0, 50.0)\n"
+        "assert greedy.lookup(10.0, 50.0).accuracy >= 0\n"
+        "assert all(not m.startswith(('index', 'lattice', 'greedy', 'featurizers')) for m in sys.modules)\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_installed_distribution_adds_one_top_level_name(tmp_path):
+    from importlib.metadata import files
+
+    top = {f.parts[0] for f in files("polydom") if f.parts[0] not in ("..", "__pycache__")}
+    assert not top & {"index", "lattice", "greedy", "featurizers", "index.py"}, top
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", "import polydom.index, polydom.lattice, polydom.greedy, polydom.featurizers\n"
+         "try:\n    import index\nexcept ModuleNotFoundError:\n    pass\nelse:\n    raise SystemExit('index imported')"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_crossings_closer_than_1e_12_near_zero_stay_apart():

@@ -10,8 +10,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 import polydom
-from featurizers import REGISTRY, Feature
-from featurizers.datasets import load_digits_images
+from polydom.featurizers import REGISTRY, Feature
+from polydom.featurizers.datasets import load_digits_images
 
 SIDES = (16, 24)
 FAST = dict(cv=2, timing_sides=(8, 12, 16, 24, 32), timing_images=2, timing_repeats=1, random_state=0,

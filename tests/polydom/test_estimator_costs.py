@@ -4,12 +4,12 @@ its cache, the cross-validated black box."""
 import numpy as np
 import pytest
 
-from featurizers import REGISTRY, resolve_features
-from featurizers.datasets import load_digits_images
+from polydom.featurizers import REGISTRY, resolve_features
+from polydom.featurizers.datasets import load_digits_images
 from polydom.blackbox import FeatureSetLearner, default_estimator, make_splits
 from polydom.costs import default_timing_sides, format_expression, measure_feature_costs
 from polydom.extraction import extract_features
-from index import CostCurve
+from polydom.index import CostCurve
 
 
 @pytest.fixture(scope="module")

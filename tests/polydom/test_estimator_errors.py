@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import polydom
-from featurizers import REGISTRY, Feature, FeatureError
-from featurizers.datasets import load_digits_images
+from polydom.featurizers import REGISTRY, Feature, FeatureError
+from polydom.featurizers.datasets import load_digits_images
 
 FAST = dict(cv=2, timing_sides=(8, 12, 16, 24, 32), timing_images=2, timing_repeats=1, random_state=0,
             progress=False)

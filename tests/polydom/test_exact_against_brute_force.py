@@ -220,7 +220,7 @@ def test_shared_high_degree_term_does_not_hide_a_crossing():
 
 
 def test_validate_catches_a_skyline_that_misses_a_set():
-    from index.sweep import SweepResult, TheoremViolation, check_against_brute_force
+    from polydom.index.sweep import SweepResult, TheoremViolation, check_against_brute_force
 
     coef = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # 0, 1, n: n is cheaper than 1 below n = 1
     acc = [0.5, 0.8, 0.8]
