@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
-from polydom.index.base import StoredIndex, jsonable
+from polydom.index.base import jsonable
+from polydom.index.protocol import CostSensitiveIndex
 from polydom.lattice import FeatureSpace
 
 from .anytime import walk_measured, walk_predicted
@@ -31,7 +32,7 @@ from .skyline import SkylineEntry, prefix_masks, prefix_skyline
 __all__ = ["GreedyIndex"]
 
 
-class GreedyIndex(StoredIndex):
+class GreedyIndex(CostSensitiveIndex):
     """Greedy's two indexes (spec §9.3) and its anytime retrieval (spec §9.4).
 
     Built by :func:`polydom.build` with ``backend="greedy"``, ``"greedy-acc"`` or
@@ -179,7 +180,28 @@ class GreedyIndex(StoredIndex):
         features, accuracy, key = seq_prefix[sid][length]
         return Choice(features, accuracy, spent, key, models)
 
-    def anytime(
+    @property
+    def trained(self) -> Mapping[int, float]:
+        """Every set Greedy's expansion trained (mask -> accuracy); also ``accuracy``."""
+        return self.accuracy
+
+    def with_costs(self, costs) -> "GreedyIndex":
+        """The same sequences and models under new cost curves (the skyline at ``n0`` is re-derived)."""
+        return type(self)(
+            self.space, self._curves_for(costs), self.domain, n0=self.n0, lambdas=self.lambdas,
+            sequences=self.sequences, accuracy=self.accuracy, models=self.models, stats=self.stats,
+            params=self.params, backend=self.backend,
+        )
+
+    def _summary_details(self) -> dict:
+        return {
+            "n0": self.n0,
+            "lambdas": list(self.lambdas),
+            "sequences": [list(self.sequence(lam)) for lam in dict.fromkeys(self.lambdas)],
+            "entries": len(self.skyline),
+        }
+
+    def select(
         self,
         size: float,
         budget: float,
@@ -220,6 +242,9 @@ class GreedyIndex(StoredIndex):
         length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock)
         features, accuracy, key = seq_prefix[sid][length]
         return Choice(features, accuracy, float(elapsed), key, models)
+
+    #: The paper's name for :meth:`select` on Greedy.
+    anytime = select
 
     def lookup_many(self, sizes, budgets) -> Batch:
         """Answer many queries at once, vectorised with numpy.
@@ -307,11 +332,6 @@ class GreedyIndex(StoredIndex):
         except ValueError:
             raise KeyError(f"λ = {lam!r} is not in the grid {list(self.lambdas)}") from None
         return tuple(self.space.names[f] for f in self.sequences[i])
-
-    def cost_of(self, features, size: float) -> float:
-        """Cost of a feature set (names) at ``size``: its features' costs summed in feature order."""
-        mask = self.space.mask(features)
-        return sum(c(size) for i, c in enumerate(self.costs) if mask >> i & 1)
 
     def check_invariants(self) -> None:
         """Assert the module's invariants."""

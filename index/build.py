@@ -1,4 +1,5 @@
-"""From expanded sets to a PolyDom index: candidate set, then the sweep, then the two-level index."""
+"""PolyDom's build pipeline: explore the lattice with the black box, then index the trained sets
+(candidate set, sweep, two-level index)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from polydom.lattice import FeatureSpace
+from polydom.lattice import ExpansionCache, FeatureSpace, explore
 
-from .candidates import candidate_set
-from .costcurve import CostCurve, set_cost_matrix
+from .costcurve import CostCurve
 from .skyline import PolyDomIndex
-from .sweep import check_against_brute_force, sweep
 
-__all__ = ["index_from_expanded"]
+__all__ = ["build_polydom", "index_from_expanded"]
 
 
 def index_from_expanded(
@@ -21,48 +20,61 @@ def index_from_expanded(
     costs: Sequence[CostCurve],
     accuracy: Mapping[int, float],
     *,
+    cls: type[PolyDomIndex] = PolyDomIndex,
+    **options: Any,
+) -> PolyDomIndex:
+    """Build the index over the expanded sets ``accuracy`` (mask -> accuracy); see
+    :meth:`PolyDomIndex.from_trained` for the options."""
+    return cls.from_trained(space, costs, accuracy, **options)
+
+
+def build_polydom(
+    space: FeatureSpace,
+    curves: Sequence[CostCurve],
+    recorder,
+    *,
     domain: tuple[float, float],
+    alpha: float = 1.0,
+    e: float = 0.0,
+    sandwich: str = "all",
     candidate_alpha: float = 1.0,
     validate: bool = False,
-    index_all: bool = False,
-    models: Mapping[int, Any] | None = None,
-    stats: Mapping[str, Any] | None = None,
-    params: Mapping[str, Any] | None = None,
-    cls: type[PolyDomIndex] = PolyDomIndex,
+    lattice_cache: ExpansionCache | None = None,
+    started: float | None = None,
 ) -> PolyDomIndex:
-    """Build the index over the expanded sets ``accuracy`` (mask -> accuracy).
+    """The PolyDom pipeline on validated inputs: explore the lattice, then index what was trained.
 
-    ``{}`` must be among them (it costs 0 everywhere, which guarantees an answer to every
-    budget ``>= 0``).
+    Parameters
+    ----------
+    space : FeatureSpace
+    curves : sequence of CostCurve
+        Per feature in ``space`` order, already checked ``>= 0`` on ``domain``.
+    recorder : callable
+        ``recorder(mask) -> accuracy``, the validated black box, with ``recorder.many`` (a layer
+        at once), ``recorder.calls`` / ``recorder.reused`` counters and ``recorder.models``.
+    domain : (lo, hi)
+    alpha, e, sandwich, candidate_alpha, validate
+        As for ``polydom.build``.
+    lattice_cache : ExpansionCache, optional
+        Share one across calls (progressive builds lower alpha over the same trained sets).
+    started : float, optional
+        ``time.perf_counter()`` when the caller started, for ``stats["build_seconds"]``.
     """
-    if 0 not in accuracy:
-        raise ValueError("the empty feature set must be expanded (it answers the smallest budgets)")
-    t0 = time.perf_counter()
-    masks = list(accuracy)
-    coef = dict(zip(masks, set_cost_matrix(costs, masks)))
-    cands = candidate_set(accuracy, coef, domain, candidate_alpha)
-    t1 = time.perf_counter()
-    cand_coef = set_cost_matrix(costs, cands)
-    cand_acc = [accuracy[m] for m in cands]
-    swept = sweep(cand_coef, cand_acc, domain, index_all=index_all, validate=validate)
-    if validate:
-        check_against_brute_force(
-            swept, cand_coef, cand_acc, set_cost_matrix(costs, masks), [accuracy[m] for m in masks], domain,
-            alpha=candidate_alpha,
-        )
-    t2 = time.perf_counter()
-    all_stats = dict(stats or {})
-    all_stats.update(
-        candidates=len(cands),
-        crossings=swept.crossings,
-        interesting_events=swept.interesting_events,
-        interesting_points=len(swept.bounds) - 1,
-        ranges=len(swept.bounds),
-        index_entries=sum(len(s) for s in swept.skylines),
-        candidate_seconds=t1 - t0,
-        sweep_seconds=t2 - t1,
+    started = time.perf_counter() if started is None else started
+    lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
+    trained_before = recorder.calls
+    exploration = explore(space, lattice_cache, alpha=alpha, e=e, sandwich=sandwich)
+    explored_at = time.perf_counter()
+    params = dict(alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha)
+    stats = dict(
+        trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
+        pruned=len(exploration.pruned), explore_seconds=explored_at - started,
     )
-    return cls(
-        space, costs, domain, cands, cand_acc, swept.bounds, swept.skylines,
-        models=models, explored=accuracy, stats=all_stats, params=params,
+    index = PolyDomIndex.from_trained(
+        space, curves, exploration.accuracy, domain=domain, candidate_alpha=candidate_alpha,
+        validate=validate, models={m: recorder.models[m] for m in exploration.accuracy if m in recorder.models},
+        stats=stats, params=params,
     )
+    index.exploration = exploration
+    index.stats["build_seconds"] = time.perf_counter() - started
+    return index

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .poly import le_everywhere_batch
+from .poly import horner_scalar, le_everywhere_batch
 
-__all__ = ["CostCurve", "as_cost_curve"]
+__all__ = ["CostCurve", "as_cost_curve", "format_curve", "set_cost_matrix"]
 
 
 class CostCurve:
@@ -68,10 +68,7 @@ class CostCurve:
 
     def __call__(self, n: float) -> float:
         """Cost at size ``n``, by Horner's rule."""
-        c = 0.0
-        for a in self._horner:
-            c = c * n + a
-        return c
+        return horner_scalar(self._horner, n)
 
     def __add__(self, other: "CostCurve") -> "CostCurve":
         other = as_cost_curve(other)
@@ -95,7 +92,7 @@ class CostCurve:
         return f"CostCurve({list(self.coefficients)!r})"
 
     def __str__(self) -> str:
-        return str(self.expression())
+        return format_curve(self)
 
     def padded(self, length: int) -> np.ndarray:
         """Coefficients as a float array of ``length`` entries (zero padded)."""
@@ -125,6 +122,19 @@ class CostCurve:
 
         n = sympy.Symbol(variable, nonnegative=True)
         return sympy.Add(*[sympy.Float(c, 6) * n**k if k else sympy.Float(c, 6) for k, c in enumerate(self.coefficients) if c != 0.0 or k == 0])
+
+
+def format_curve(curve, variable: str = "n") -> str:
+    """The one readable form of a cost curve, e.g. ``"2.1e-05 + 3.4e-09*n"``: three significant
+    digits per non-zero coefficient, lowest degree first."""
+    coefficients = as_cost_curve(curve).coefficients
+    terms = []
+    for k, c in enumerate(coefficients):
+        if c == 0.0 and (k or len(coefficients) > 1):
+            continue
+        power = "" if k == 0 else (f"*{variable}" if k == 1 else f"*{variable}^{k}")
+        terms.append(f"{c:.3g}{power}")
+    return " + ".join(terms)
 
 
 def as_cost_curve(value) -> CostCurve:

@@ -13,12 +13,24 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = [
-    "RTOL", "horner", "difference", "exact_sign", "effective_degree", "leading_sign", "real_roots",
+    "RTOL", "horner", "horner_scalar", "difference", "exact_sign", "effective_degree", "leading_sign", "real_roots",
     "sign_of_difference", "le_everywhere_batch",
 ]
 
 #: Relative tolerance for "equal" costs and "zero" coefficients of a difference.
 RTOL = 1e-12
+
+
+def horner_scalar(highest_first, x: float) -> float:
+    """One polynomial at one size: coefficients **highest degree first**, by Horner's rule.
+
+    The scalar serving paths (``lookup``, Greedy's walks) inline this loop for speed; each such
+    copy says so and must stay equal to this function.
+    """
+    c = 0.0
+    for a in highest_first:
+        c = c * x + a
+    return c
 
 
 def horner(coeffs: np.ndarray, x: np.ndarray) -> np.ndarray:

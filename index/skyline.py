@@ -23,8 +23,14 @@ import numpy as np
 
 from polydom.lattice import FeatureSpace
 
-from .base import StoredIndex, jsonable
+import time
+
+from .base import jsonable
+from .candidates import candidate_set
 from .costcurve import CostCurve, set_cost_matrix
+from .poly import horner_scalar
+from .protocol import CostSensitiveIndex
+from .sweep import check_against_brute_force, sweep
 from .values import Choice
 
 _FLOAT_MAX = sys.float_info.max
@@ -167,7 +173,7 @@ class IndexState(NamedTuple):
 
 
 
-class PolyDomIndex(StoredIndex):
+class PolyDomIndex(CostSensitiveIndex):
     """The PolyDom index: interesting points, a skyline per range, and the candidates' models.
 
     Built by :func:`polydom.build`; see the module docstring for the invariants.
@@ -220,6 +226,81 @@ class PolyDomIndex(StoredIndex):
         self.params = dict(params or {})
         self.candidate_coefficients = set_cost_matrix(self.costs, self.candidates) if self.candidates else np.zeros((0, 1))
         self._prepare()
+
+    @classmethod
+    def from_trained(
+        cls,
+        space: FeatureSpace,
+        costs: Sequence[CostCurve],
+        trained: Mapping[int, float],
+        *,
+        domain: tuple[float, float],
+        candidate_alpha: float = 1.0,
+        validate: bool = False,
+        index_all: bool = False,
+        models: Mapping[int, Any] | None = None,
+        stats: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> "PolyDomIndex":
+        """Index the trained sets ``trained`` (mask -> accuracy): candidate set, sweep, skylines.
+
+        ``{}`` must be among them (it costs 0 everywhere, which guarantees an answer to every
+        budget ``>= 0``). ``validate`` checks every sweep verdict and then the stored skylines
+        against all trained sets at every interesting point and between them.
+        """
+        if 0 not in trained:
+            raise ValueError("the empty feature set must be expanded (it answers the smallest budgets)")
+        t0 = time.perf_counter()
+        masks = list(trained)
+        coef = dict(zip(masks, set_cost_matrix(costs, masks)))
+        cands = candidate_set(trained, coef, domain, candidate_alpha)
+        t1 = time.perf_counter()
+        cand_coef = set_cost_matrix(costs, cands)
+        cand_acc = [trained[m] for m in cands]
+        swept = sweep(cand_coef, cand_acc, domain, index_all=index_all, validate=validate)
+        if validate:
+            check_against_brute_force(
+                swept, cand_coef, cand_acc, set_cost_matrix(costs, masks), [trained[m] for m in masks], domain,
+                alpha=candidate_alpha,
+            )
+        t2 = time.perf_counter()
+        all_stats = dict(stats or {})
+        all_stats.update(
+            candidates=len(cands),
+            crossings=swept.crossings,
+            interesting_events=swept.interesting_events,
+            interesting_points=len(swept.bounds) - 1,
+            ranges=len(swept.bounds),
+            index_entries=sum(len(s) for s in swept.skylines),
+            candidate_seconds=t1 - t0,
+            sweep_seconds=t2 - t1,
+        )
+        return cls(
+            space, costs, domain, cands, cand_acc, swept.bounds, swept.skylines,
+            models=models, explored=trained, stats=all_stats, params=params,
+        )
+
+    @property
+    def trained(self) -> Mapping[int, float]:
+        """Every set the lattice exploration trained (mask -> accuracy); also ``explored``."""
+        return self.explored
+
+    def with_costs(self, costs) -> "PolyDomIndex":
+        """Sweep the same trained sets under new cost curves; models and scores are kept."""
+        keep = ("trained", "expanded", "pruned", "reused", "explore_seconds", "build_seconds")
+        return type(self).from_trained(
+            self.space, self._curves_for(costs), self.explored, domain=self.domain,
+            candidate_alpha=self.params.get("candidate_alpha", 1.0), models=self.models,
+            stats={k: v for k, v in self.stats.items() if k in keep}, params=self.params,
+        )
+
+    def _summary_details(self) -> dict:
+        return {
+            "candidates": len(self.candidates),
+            "ranges": len(self.bounds),
+            "entries": sum(map(len, self.skylines)),
+            "bounds": list(self.bounds),
+        }
 
     def _prepare(self) -> None:
         """Build the serving snapshot: everything a lookup reads, in one attribute.
@@ -310,7 +391,7 @@ class PolyDomIndex(StoredIndex):
         else:
             while left < right:
                 mid = (left + right) >> 1
-                probe = 0.0
+                probe = 0.0  # poly.horner_scalar, inlined on the hot path
                 for a in sky[mid]:
                     probe = probe * size + a
                 if probe <= limit:
@@ -405,26 +486,12 @@ class PolyDomIndex(StoredIndex):
     # ------------------------------------------------------------------ inspection
 
 
-    def cost_of(self, features, size: float) -> float:
-        """Cost of a feature set (names) at ``size``: the sum of its features' curves."""
-        mask = self.space.mask(features)
-        row = set_cost_matrix(self.costs, [mask])[0]
-        c = 0.0
-        for a in reversed(row.tolist()):
-            c = c * size + a
-        return c
-
     def skyline_at(self, size: float) -> list[Choice]:
         """The whole skyline valid at ``size``, cost ascending."""
         check_query(size, 0.0, self.domain)
         r = bisect_right(self.bounds, size) - 1
         coef = self.candidate_coefficients[self.skylines[r]]
-        costs = []
-        for row in coef.tolist():
-            c = 0.0
-            for a in reversed(row):
-                c = c * size + a
-            costs.append(c)
+        costs = [horner_scalar(row[::-1], size) for row in coef.tolist()]
         return [
             Choice(self.space.frozenset(self.candidates[c]), self.candidate_accuracy[c], cost, self.candidates[c], self.models)
             for c, cost in zip(self.skylines[r], costs)

@@ -67,6 +67,10 @@ class Choice(tuple):
     def __new__(cls, features, accuracy, cost, key, models=None):
         return tuple.__new__(cls, (features, accuracy, cost, key, models))
 
+    def with_cost(self, cost: float) -> "Choice":
+        """The same answer with another ``cost`` (a measured time instead of the prediction)."""
+        return tuple.__new__(type(self), (self[0], self[1], float(cost), self[3], self[4]))
+
     @property
     def features(self) -> frozenset:
         return self[0]

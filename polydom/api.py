@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from polydom.index import CostCurve, PolyDomIndex, as_cost_curve, index_from_expanded
-from polydom.lattice import SANDWICH_MODES, ExpansionCache, Exploration, FeatureSpace, explore
+from polydom.index import CostCurve, as_cost_curve
+from polydom.index.protocol import CostSensitiveIndex
+from polydom.lattice import SANDWICH_MODES, Exploration, FeatureSpace
 from polydom.lattice import naive_expand_all as _naive_expand_all
 
+from .backends import backend_spec, buildable
 from .expansion import ModelRecorder
 
 __all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "validate_problem"]
-
-BACKENDS = ("polydom", "greedy", "greedy-acc", "greedy-cost")
-
 
 def _real(name: str, value, *, low: float, allow_inf: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -92,7 +90,7 @@ def build(
     max_expansions: int | None = None,
     progress=None,
     **backend_options,
-) -> PolyDomIndex:
+) -> CostSensitiveIndex:
     """Precompute the index that answers "best model within this budget for this size".
 
     Parameters
@@ -118,6 +116,7 @@ def build(
     validate : bool, default False
         Check Theorem 3.13's verdict against a recomputed skyline at every crossing.
     backend : {"polydom", "greedy", "greedy-acc", "greedy-cost"}, default "polydom"
+        A name from the backend table (:mod:`polydom.backends`).
         The Greedy backends need ``n0`` (the size at which to compare costs while expanding)
         and accept ``lambdas``; they ignore ``alpha``, ``e``, ``sandwich``, ``candidate_alpha``
         and ``validate``.
@@ -138,8 +137,9 @@ def build(
 
     Returns
     -------
-    PolyDomIndex
-        With ``lookup(size, budget) -> Choice`` and ``stats``.
+    CostSensitiveIndex
+        A ``PolyDomIndex`` or a ``GreedyIndex``, both with the backend contract
+        (``lookup``, ``lookup_many``, ``select``, ``with_costs``, ``summary``, ``save``).
 
     Examples
     --------
@@ -152,57 +152,17 @@ def build(
     >>> sorted(index.lookup(size=3, budget=6.5).features)
     ['b']
     """
-    t0 = time.perf_counter()
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    spec = backend_spec(backend)
     space, curves, domain, e = validate_problem(costs, domain, e, sandwich)
     alpha = _real("alpha", alpha, low=1.0)
     cand_alpha = 1.0 if candidate_alpha is None else _real("candidate_alpha", candidate_alpha, low=1.0)
+    unexpected = sorted(set(backend_options) - set(spec.options))
+    if unexpected:
+        raise TypeError(f"unexpected options for the {backend} backend: {unexpected}")
+    offered = dict(alpha=alpha, e=e, sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, **backend_options)
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)
-    if backend != "polydom":
-        from polydom.greedy import build_greedy
-
-        return build_greedy(space, curves, recorder, domain=domain, backend=backend, **backend_options)
-    if backend_options:
-        raise TypeError(f"unexpected options for the polydom backend: {sorted(backend_options)}")
-    return build_polydom_from(
-        space, curves, recorder, ExpansionCache(recorder, recorder.many), domain=domain, alpha=alpha, e=e,
-        sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, started=t0,
-    )
-
-
-def build_polydom_from(
-    space: FeatureSpace,
-    curves: tuple[CostCurve, ...],
-    recorder: ModelRecorder,
-    lattice_cache: ExpansionCache,
-    *,
-    domain: tuple[float, float],
-    alpha: float,
-    e: float,
-    sandwich: str,
-    candidate_alpha: float,
-    validate: bool,
-    started: float,
-) -> PolyDomIndex:
-    """The PolyDom pipeline on validated inputs; ``lattice_cache`` may be shared across calls."""
-    trained_before = recorder.calls
-    exploration = explore(space, lattice_cache, alpha=alpha, e=e, sandwich=sandwich)
-    t1 = time.perf_counter()
-    params = dict(alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha)
-    stats = dict(
-        trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
-        pruned=len(exploration.pruned), explore_seconds=t1 - started,
-    )
-    index = index_from_expanded(
-        space, curves, exploration.accuracy, domain=domain, candidate_alpha=candidate_alpha,
-        validate=validate, models={m: recorder.models[m] for m in exploration.accuracy if m in recorder.models},
-        stats=stats, params=params,
-    )
-    index.exploration = exploration
-    index.stats["build_seconds"] = time.perf_counter() - started
-    return index
+    return spec.build(space, curves, recorder, domain=domain, **{k: v for k, v in offered.items() if k in spec.options})
 
 
 def _open_store(cache, cache_key):

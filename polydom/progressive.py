@@ -14,9 +14,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from polydom.index import PolyDomIndex
+from polydom.index.build import build_polydom
 from polydom.lattice import ExpansionCache
 
-from .api import _open_store, _real, build_polydom_from, validate_problem
+from .api import _open_store, _real, validate_problem
 from .expansion import DeadlineReached, ModelRecorder
 
 __all__ = ["build_progressive", "DEFAULT_ALPHAS"]
@@ -77,9 +78,8 @@ def build_progressive(
             break
         recorder.deadline = None if step == 0 else started + budget
         try:
-            best = build_polydom_from(
-                space, curves, recorder, shared, domain=domain, alpha=alpha, e=e, sandwich=sandwich,
-                candidate_alpha=1.0, validate=False, started=time.perf_counter(),
+            best = build_polydom(
+                space, curves, recorder, domain=domain, alpha=alpha, e=e, sandwich=sandwich, lattice_cache=shared,
             )
         except DeadlineReached:
             break

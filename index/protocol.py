@@ -1,0 +1,160 @@
+"""The contract every index backend implements (PolyDom, Greedy and its variants, the baselines).
+
+A backend is a class with a ``backend`` tag that answers "the most accurate trained feature set
+whose cost at this size fits this budget", both from predicted costs (:meth:`lookup`,
+:meth:`lookup_many`) and on a real clock (:meth:`select`). Everything a caller needs beyond
+that -- re-costing without retraining, a summary to print, the trained sets and their scores, a
+state for storage -- has one name here, so callers never branch on the backend's tag.
+
+Invariants every backend keeps (checked by its ``check_invariants``):
+
+* every budget ``>= 0`` at every size of ``domain`` gets an answer (the empty set costs 0);
+* an answer's predicted cost at the query size is at most the budget (up to 1e-12 relative);
+* every answer is one of the trained sets, with the accuracy recorded in :attr:`trained`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .base import StoredIndex
+from .costcurve import CostCurve, format_curve, set_cost_matrix
+from .poly import horner_scalar
+from .values import Choice
+
+__all__ = ["CostSensitiveIndex"]
+
+
+class CostSensitiveIndex(StoredIndex, ABC):
+    """Abstract base of every index backend.
+
+    Attributes
+    ----------
+    backend : str
+        The tag stored with the index and accepted by ``polydom.build(backend=...)``.
+    space : FeatureSpace
+        The features, in index order.
+    costs : tuple of CostCurve
+        Per feature, in ``space`` order.
+    domain : (float, float)
+        The item sizes served.
+    models : mapping of int to object
+        Trained models by feature-set mask (lazily loaded for stored indexes).
+    stats, params : dict
+        What the build measured and the options it was built with.
+    """
+
+    backend: str
+
+    # ------------------------------------------------------------------ answers
+
+    @abstractmethod
+    def lookup(self, size: float, budget: float) -> Choice:
+        """The most accurate trained set whose predicted cost at ``size`` fits ``budget``."""
+
+    @abstractmethod
+    def lookup_many(self, sizes, budgets):
+        """:meth:`lookup` for many queries at once; a ``Batch`` of columns."""
+
+    def select(
+        self,
+        size: float,
+        budget: float,
+        compute: Callable[[str], object],
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> Choice:
+        """Compute a set's features for real, one by one, and return the set served.
+
+        The base rule looks up the set for ``(size, budget)`` and computes its features in index
+        order; backends with an anytime rule override it. ``compute(name)`` is called at most
+        once per feature (keep its values yourself); ``clock`` is read before the first feature
+        and after each.
+
+        Returns
+        -------
+        Choice
+            Its ``cost`` is the **measured** time on ``clock``, not a prediction.
+        """
+        if not callable(compute):
+            raise TypeError(f"compute must be callable, got {compute!r}")
+        choice = self.lookup(size, budget)
+        start = clock()
+        for name in self.space.names:
+            if name in choice.features:
+                compute(name)
+        return choice.with_cost(clock() - start)
+
+    # ------------------------------------------------------------------ costs
+
+    def cost_of(self, features, size: float) -> float:
+        """Predicted cost of a feature set (names) at ``size``: the sum of its features' curves."""
+        row = set_cost_matrix(self.costs, [self.space.mask(features)])[0]
+        return horner_scalar(row.tolist(), float(size))
+
+    @abstractmethod
+    def with_costs(self, costs: Mapping[str, Any] | Sequence[CostCurve]) -> "CostSensitiveIndex":
+        """A new index of the same backend over new cost curves, without retraining any model.
+
+        ``costs`` maps every feature name to its curve (or lists the curves in index order).
+        """
+
+    def _curves_for(self, costs) -> tuple[CostCurve, ...]:
+        """``costs`` as curves in index order, or one clear error naming a missing or extra feature."""
+        from .costcurve import as_cost_curve
+
+        if isinstance(costs, Mapping):
+            missing = [n for n in self.space.names if n not in costs]
+            extra = [n for n in costs if n not in self.space.names]
+            if missing or extra:
+                raise ValueError(f"costs must name exactly the index's features; missing {missing}, unknown {extra}")
+            costs = [costs[n] for n in self.space.names]
+        curves = tuple(as_cost_curve(c) for c in costs)
+        if len(curves) != len(self.space):
+            raise ValueError(f"expected {len(self.space)} cost curves, got {len(curves)}")
+        return curves
+
+    # ------------------------------------------------------------------ what was trained
+
+    @property
+    @abstractmethod
+    def trained(self) -> Mapping[int, float]:
+        """Every trained feature set (bitmask) with its accuracy estimate."""
+
+    # ------------------------------------------------------------------ storage and inspection
+
+    @abstractmethod
+    def to_state(self):
+        """Everything needed to rebuild the index: an ``IndexState``."""
+
+    @classmethod
+    @abstractmethod
+    def from_state(cls, state) -> "CostSensitiveIndex":
+        """Inverse of :meth:`to_state`; ``state.models`` may be a lazy mapping."""
+
+    @abstractmethod
+    def check_invariants(self) -> None:
+        """Assert the backend's invariants (its module docstring states them)."""
+
+    def summary(self) -> dict:
+        """What ``polydom inspect``, the build command and reports print about this index.
+
+        Keys: ``backend``, ``features``, ``costs`` (formatted curves), ``domain``, ``trained``
+        (count), ``params``, ``stats``, plus the backend's own under ``details``.
+        """
+        return {
+            "backend": self.backend,
+            "features": list(self.space.names),
+            "costs": {n: format_curve(c) for n, c in zip(self.space.names, self.costs)},
+            "domain": list(self.domain),
+            "trained": len(self.trained),
+            "params": dict(self.params),
+            "stats": dict(self.stats),
+            "details": self._summary_details(),
+        }
+
+    def _summary_details(self) -> dict:
+        """Backend-specific entries of :meth:`summary`."""
+        return {}
