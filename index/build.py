@@ -7,12 +7,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from polydom.lattice import ExpansionCache, FeatureSpace, explore
+from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore
 
 from .costcurve import CostCurve
 from .skyline import PolyDomIndex
 
-__all__ = ["build_polydom", "index_from_expanded"]
+__all__ = ["build_polydom", "explore_with_tolerance", "index_from_expanded"]
 
 
 def index_from_expanded(
@@ -28,6 +28,33 @@ def index_from_expanded(
     return cls.from_trained(space, costs, accuracy, **options)
 
 
+def explore_with_tolerance(space: FeatureSpace, lattice_cache: ExpansionCache, alpha: float, e, sandwich: str):
+    """Explore the lattice; with ``e="auto"``, until the tolerance covers every trained pair.
+
+    A fixed ``e`` explores once. ``"auto"`` starts at 0, measures the largest accuracy drop from
+    a trained set to a trained superset, and explores again with that tolerance (trained sets
+    are reused through ``lattice_cache``) until the drop observed no longer exceeds the
+    tolerance used. The tolerance only grows and is bounded by 1, and every round trains a
+    superset of the previous one's sets, so the loop ends.
+
+    Returns
+    -------
+    (exploration, e_used, e_observed, rounds)
+        ``e_observed`` is the worst drop among the finally trained sets.
+    """
+    if not (isinstance(e, str) and e == "auto"):
+        exploration = explore(space, lattice_cache, alpha=alpha, e=e, sandwich=sandwich)
+        return exploration, e, audit_monotonicity(exploration.accuracy).max_violation, 1
+    tolerance, rounds = 0.0, 0
+    while True:
+        rounds += 1
+        exploration = explore(space, lattice_cache, alpha=alpha, e=tolerance, sandwich=sandwich)
+        observed = audit_monotonicity(exploration.accuracy).max_violation
+        if observed <= tolerance:
+            return exploration, tolerance, observed, rounds
+        tolerance = observed
+
+
 def build_polydom(
     space: FeatureSpace,
     curves: Sequence[CostCurve],
@@ -35,7 +62,7 @@ def build_polydom(
     *,
     domain: tuple[float, float],
     alpha: float = 1.0,
-    e: float = 0.0,
+    e: float | str = "auto",
     sandwich: str = "all",
     candidate_alpha: float = 1.0,
     validate: bool = False,
@@ -63,12 +90,13 @@ def build_polydom(
     started = time.perf_counter() if started is None else started
     lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
     trained_before = recorder.calls
-    exploration = explore(space, lattice_cache, alpha=alpha, e=e, sandwich=sandwich)
+    exploration, e_used, e_observed, rounds = explore_with_tolerance(space, lattice_cache, alpha, e, sandwich)
     explored_at = time.perf_counter()
     params = dict(alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha)
     stats = dict(
         trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
         pruned=len(exploration.pruned), explore_seconds=explored_at - started,
+        e_used=e_used, e_observed=e_observed, exploration_rounds=rounds,
     )
     index = PolyDomIndex.from_trained(
         space, curves, exploration.accuracy, domain=domain, candidate_alpha=candidate_alpha,

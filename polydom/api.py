@@ -67,7 +67,8 @@ def validate_problem(costs, domain, e, sandwich):
     """The checks every PolyDom build shares: ``(space, curves, domain, e)`` or one clear error."""
     domain = validate_domain(domain)
     space, curves = validate_costs(costs, domain)
-    e = _real("e", e, low=0.0)
+    if not (isinstance(e, str) and e == "auto"):
+        e = _real("e", e, low=0.0)
     if sandwich not in SANDWICH_MODES:
         raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
     return space, curves, domain, e
@@ -78,7 +79,7 @@ def build(
     expand: Callable,
     *,
     alpha: float = 1.0,
-    e: float = 0.0,
+    e: float | str = "auto",
     domain: tuple[float, float] = (0.0, math.inf),
     sandwich: str = "all",
     candidate_alpha: float | None = None,
@@ -103,9 +104,12 @@ def build(
         carrying the trained model. Called once per explored set, ``frozenset()`` included.
     alpha : float, default 1.0
         Approximation factor (>= 1). At 1 the answers are exact; above, ``alpha * a >= OPT``.
-    e : float, default 0.0
+    e : float or "auto", default "auto"
         Monotonicity tolerance (>= 0): the largest amount by which adding features may lower
-        accuracy. Exactness at ``alpha = 1`` holds when violations are at most ``e``.
+        accuracy. Exactness at ``alpha = 1`` holds when violations are at most ``e``. Real
+        learners are not monotone; ``"auto"`` measures the worst drop among the sets trained so
+        far and explores again with it until no trained pair breaks it (``stats["e_used"]``,
+        ``stats["e_observed"]``). A number fixes ``e``; ``0`` is the paper's monotone case.
     domain : (lo, hi), default (0, inf)
         Item sizes the index serves; a size outside is a ``ValueError`` at lookup.
     sandwich : {"all", "snapshot", "literal"}, default "all"

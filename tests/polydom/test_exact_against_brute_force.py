@@ -229,3 +229,37 @@ def test_validate_catches_a_skyline_that_misses_a_set():
         check_against_brute_force(wrong, coef, acc, coef, acc, (0.0, math.inf))
     right = SweepResult(bounds=[0.0, 1.0], skylines=[[0, 2], [0, 1]])
     check_against_brute_force(right, coef, acc, coef, acc, (0.0, math.inf))
+
+
+@SETTINGS
+@given(instances(max_features=6), st.randoms(use_true_random=False))
+def test_auto_tolerance_is_exact_on_the_scores_it_has(instance, rng):
+    costs, acc, _ = instance
+    index = polydom.build(costs, acc.__getitem__, e="auto", validate=True)
+    trained = {index.space.frozenset(m): a for m, a in index.trained.items()}
+    on_trained = BruteForce({n: costs[n] for n in costs}, lambda s: trained.get(s, 0.0))
+    everything = BruteForce(costs, acc.__getitem__)
+    true_worst = polydom.audit_monotonicity({index.space.mask(s): a for s, a in acc.items()}).max_violation
+    assert index.stats["e_observed"] <= index.stats["e_used"] <= true_worst + 1e-15
+    for size, budget in _queries(index, everything, rng, 6):
+        choice = index.lookup(size, budget)
+        on_trained.check(choice, size, budget)  # the optimum of the stored scores, always
+        if index.stats["e_used"] >= true_worst:
+            everything.check(choice, size, budget)  # and of every set, once e covers the data
+
+
+def test_auto_tolerance_trains_the_set_a_zero_tolerance_sandwich_skips():
+    # At e = 0, {a} (.80) above its superset {a, c, d} (.78) sandwiches {a, c} (.95) away. The
+    # trained sets also show a drop of .30 ({b} .90 -> {b, c, d} .60); e="auto" explores again
+    # with it, and then nothing sandwiches {a, c}.
+    special = {"a": .8, "b": .9, "acd": .78, "bcd": .6, "ac": .95, "abcd": .85}
+    costs = {f: [1.0] for f in "abcd"}
+
+    def acc(s):
+        return special.get("".join(sorted(s)), 0.5 + 0.05 * len(s))
+
+    paper = polydom.build(costs, acc, e=0.0)
+    assert paper.lookup(1.0, 2.0).features == frozenset("b")
+    auto = polydom.build(costs, acc, e="auto")
+    assert auto.stats["e_used"] == pytest.approx(0.3)
+    assert auto.lookup(1.0, 2.0).features == frozenset("ac")
