@@ -11,7 +11,7 @@ from .candidates import candidate_set, rank_key
 from .costcurve import CostCurve, as_cost_curve, set_cost_matrix
 from .skyline import Batch, IndexState, PolyDomIndex, check_queries, check_query
 from .sweep import SweepResult, TheoremViolation, sweep
-from .values import Choice, Expansion, check_accuracy
+from .values import Choice, Expansion, check_accuracy, check_expansion
 
 
 register_backend(PolyDomIndex.backend, PolyDomIndex)
@@ -21,5 +21,5 @@ __all__ = [
     "register_backend", "backend_class", "registered_backends",
     "CostCurve", "as_cost_curve", "set_cost_matrix", "candidate_set", "rank_key",
     "sweep", "SweepResult", "TheoremViolation", "PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries",
-    "NaiveLookup", "PolyDomIndexAll", "index_from_expanded", "Choice", "Expansion", "check_accuracy",
+    "NaiveLookup", "PolyDomIndexAll", "index_from_expanded", "Choice", "Expansion", "check_accuracy", "check_expansion",
 ]

@@ -66,6 +66,7 @@ def build_polydom(
     sandwich: str = "all",
     candidate_alpha: float = 1.0,
     validate: bool = False,
+    tolerance: float | None = None,
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
 ) -> PolyDomIndex:
@@ -80,7 +81,7 @@ def build_polydom(
         ``recorder(mask) -> accuracy``, the validated black box, with ``recorder.many`` (a layer
         at once), ``recorder.calls`` / ``recorder.reused`` counters and ``recorder.models``.
     domain : (lo, hi)
-    alpha, e, sandwich, candidate_alpha, validate
+    alpha, e, sandwich, candidate_alpha, validate, tolerance
         As for ``polydom.build``.
     lattice_cache : ExpansionCache, optional
         Share one across calls (progressive builds lower alpha over the same trained sets).
@@ -92,7 +93,9 @@ def build_polydom(
     trained_before = recorder.calls
     exploration, e_used, e_observed, rounds = explore_with_tolerance(space, lattice_cache, alpha, e, sandwich)
     explored_at = time.perf_counter()
-    params = dict(alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha)
+    params = dict(
+        alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha, tolerance=tolerance,
+    )
     stats = dict(
         trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
         pruned=len(exploration.pruned), explore_seconds=explored_at - started,
@@ -102,6 +105,7 @@ def build_polydom(
         space, curves, exploration.accuracy, domain=domain, candidate_alpha=candidate_alpha,
         validate=validate, models={m: recorder.models[m] for m in exploration.accuracy if m in recorder.models},
         stats=stats, params=params,
+        std_error={m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in exploration.accuracy},
     )
     index.exploration = exploration
     index.stats["build_seconds"] = time.perf_counter() - started

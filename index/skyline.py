@@ -212,6 +212,7 @@ class PolyDomIndex(CostSensitiveIndex):
         explored: Mapping[int, float] | None = None,
         stats: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
+        std_error: Mapping[int, float] | None = None,
     ):
         self.space = space
         self.costs = tuple(costs)
@@ -222,8 +223,10 @@ class PolyDomIndex(CostSensitiveIndex):
         self.skylines = [[int(i) for i in s] for s in skylines]
         self.models = models if models is not None else {}
         self.explored = dict(explored) if explored is not None else {}
+        self.std_error = {int(m): float(v) for m, v in (std_error or {}).items()}
         self.stats = dict(stats or {})
         self.params = dict(params or {})
+        self.params.setdefault("tolerance", None)
         self.candidate_coefficients = set_cost_matrix(self.costs, self.candidates) if self.candidates else np.zeros((0, 1))
         self._prepare()
 
@@ -241,6 +244,7 @@ class PolyDomIndex(CostSensitiveIndex):
         models: Mapping[int, Any] | None = None,
         stats: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
+        std_error: Mapping[int, float] | None = None,
     ) -> "PolyDomIndex":
         """Index the trained sets ``trained`` (mask -> accuracy): candidate set, sweep, skylines.
 
@@ -277,7 +281,7 @@ class PolyDomIndex(CostSensitiveIndex):
         )
         return cls(
             space, costs, domain, cands, cand_acc, swept.bounds, swept.skylines,
-            models=models, explored=trained, stats=all_stats, params=params,
+            models=models, explored=trained, stats=all_stats, params=params, std_error=std_error,
         )
 
     @property
@@ -291,7 +295,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return type(self).from_trained(
             self.space, self._curves_for(costs), self.explored, domain=self.domain,
             candidate_alpha=self.params.get("candidate_alpha", 1.0), models=self.models,
-            stats={k: v for k, v in self.stats.items() if k in keep}, params=self.params,
+            stats={k: v for k, v in self.stats.items() if k in keep}, params=self.params, std_error=self.std_error,
         )
 
     def _summary_details(self) -> dict:
@@ -316,12 +320,46 @@ class PolyDomIndex(CostSensitiveIndex):
             rows = [tuple(reversed(row)) for row in coef]  # Horner order, highest degree first
         names = [self.space.frozenset(m) for m in self.candidates]
         sky_rows = [[rows[c] for c in sky] for sky in self.skylines]
-        entries = [[(names[c], self.candidate_accuracy[c], self.candidates[c]) for c in sky] for sky in self.skylines]
+        # entries[r][j]: what to serve when entry j is the most accurate affordable one -- the
+        # cheapest entry within tolerance of it, with its position when that is not j itself
+        # (the lookup then evaluates its cost instead of j's).
+        entries = []
+        for sky in self.skylines:
+            row = []
+            for j, i in enumerate(self.served_positions(sky)):
+                c = sky[i]
+                row.append((names[c], self.candidate_accuracy[c], self.candidates[c], None if i == j else i))
+            entries.append(row)
         lo = self.domain[0]
         # A finite upper limit makes one chained comparison reject NaN and inf as well.
         size_max = self.domain[1] if math.isfinite(self.domain[1]) else _FLOAT_MAX
         self._serve = (lo, size_max, list(self.bounds), [len(s) for s in self.skylines], quadratic, sky_rows, entries, self.models)
         self._batch = self._batch_arrays()
+
+    def tolerance_between(self, i: int, j: int) -> float:
+        """How far below candidate ``j``'s accuracy candidate ``i`` may score and still tie.
+
+        ``params["tolerance"]`` when it is a number; otherwise (None, the default) one standard
+        error of the difference of the two estimates, ``sqrt(se_i^2 + se_j^2)``, treating them
+        as independent (0 for sets whose black box reported no standard error, which is the
+        paper's rule: the most accurate affordable set wins).
+        """
+        fixed = self.params.get("tolerance")
+        if fixed is not None:
+            return float(fixed)
+        se_i = self.std_error.get(self.candidates[i], 0.0)
+        se_j = self.std_error.get(self.candidates[j], 0.0)
+        return math.sqrt(se_i * se_i + se_j * se_j)
+
+    def served_positions(self, sky: Sequence[int]) -> list[int]:
+        """Per skyline position ``j``, the first position ``i <= j`` whose accuracy is within
+        :meth:`tolerance_between` of ``j``'s: the cheapest set that ties with the best one
+        affordable. Skylines are cost-ascending, so the first such position is the cheapest."""
+        acc = self.candidate_accuracy
+        out = []
+        for j, cj in enumerate(sky):
+            out.append(next(i for i, ci in enumerate(sky[: j + 1]) if acc[ci] >= acc[cj] - self.tolerance_between(ci, cj)))
+        return out
 
     def _batch_arrays(self):
         """Flat per-coefficient columns for :meth:`lookup_many`, each range padded to a power of
@@ -334,12 +372,14 @@ class PolyDomIndex(CostSensitiveIndex):
         cols = np.zeros((W, R * P))
         cols[0, :] = np.inf
         cand = np.zeros(R * P, dtype=np.int64)
+        served = np.arange(R * P, dtype=np.int64)
         for r, sky in enumerate(self.skylines):
             at = r * P
             cols[:, at : at + len(sky)] = self.candidate_coefficients[sky].T
             cand[at : at + len(sky)] = sky
+            served[at : at + len(sky)] = at + np.asarray(self.served_positions(sky), dtype=np.int64)
         return (
-            self.domain, np.asarray(self.bounds, dtype=float), P, [np.ascontiguousarray(c) for c in cols], cand,
+            self.domain, np.asarray(self.bounds, dtype=float), P, [np.ascontiguousarray(c) for c in cols], cand, served,
             np.array(self.candidates, dtype=np.int64), np.array(self.candidate_accuracy, dtype=float),
             self.space, self.models,
         )
@@ -399,7 +439,11 @@ class PolyDomIndex(CostSensitiveIndex):
                     c = probe
                 else:
                     right = mid
-        features, accuracy, key = entries[r][left - 1]
+        features, accuracy, key, tied = entries[r][left - 1]
+        if tied is not None:
+            # A cheaper set within tolerance is served: its own cost at this size.
+            row = sky[tied]
+            c = row[0] + size * (row[1] + size * row[2]) if quadratic else horner_scalar(row, size)
         return _new_choice(Choice, (features, accuracy, c, key, models))
 
     def lookup_many(self, sizes, budgets) -> Batch:
@@ -420,7 +464,7 @@ class PolyDomIndex(CostSensitiveIndex):
         ``log2`` of the longest skyline vectorised steps over all queries, each a gather of the
         probed entries' coefficients and one Horner evaluation.
         """
-        domain, bounds, P, cols, cand, cand_mask, cand_acc, space, models = self._batch
+        domain, bounds, P, cols, cand, served, cand_mask, cand_acc, space, models = self._batch
         n, c = check_queries(sizes, budgets, domain)
         c = c * BUDGET_SLACK
         base = (np.searchsorted(bounds, n, side="right") - 1) * P
@@ -434,6 +478,7 @@ class PolyDomIndex(CostSensitiveIndex):
                 cost = cost * n + cols[k][probe]
             pos = np.where(cost <= c, probe, pos)
             step >>= 1
+        pos = served[pos]
         cost = cols[W - 1][pos]
         for k in range(W - 2, -1, -1):
             cost = cost * n + cols[k][pos]
@@ -463,6 +508,8 @@ class PolyDomIndex(CostSensitiveIndex):
             "skyline_ids": np.array(flat, dtype=np.int64),
             "explored_masks": np.array(list(self.explored), dtype=np.int64),
             "explored_accuracy": np.array(list(self.explored.values()), dtype=np.float64),
+            # NaN where the black box reported no standard error.
+            "explored_std_error": np.array([self.std_error.get(m, math.nan) for m in self.explored], dtype=np.float64),
         }
         return IndexState(meta, arrays, self.models)
 
@@ -477,10 +524,15 @@ class PolyDomIndex(CostSensitiveIndex):
         ids = arrays["skyline_ids"].tolist()
         skylines = [ids[a:b] for a, b in zip(offsets, offsets[1:])]
         explored = dict(zip(arrays["explored_masks"].tolist(), arrays["explored_accuracy"].tolist()))
+        se = arrays.get("explored_std_error")
+        std_error = {} if se is None else {
+            m: v for m, v in zip(arrays["explored_masks"].tolist(), se.tolist()) if v == v
+        }
         return cls(
             space, costs, (float(lo), float(hi)), arrays["candidates"].tolist(),
             arrays["candidate_accuracy"].tolist(), arrays["bounds"].tolist(), skylines,
             models=state.models, explored=explored, stats=meta.get("stats"), params=meta.get("params"),
+            std_error=std_error,
         )
 
     # ------------------------------------------------------------------ inspection

@@ -7,7 +7,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Choice", "Expansion", "check_accuracy"]
+__all__ = ["Choice", "Expansion", "check_accuracy", "check_expansion"]
 
 
 @dataclass(frozen=True)
@@ -20,18 +20,33 @@ class Expansion:
         In ``[0, 1]``; the quantity polydom maximises.
     model : object, optional
         Returned to the caller in :attr:`Choice.model`.
+    std_error : float, optional
+        The standard error of ``accuracy`` (for cross-validation: the spread of the fold scores
+        over the square root of their number). Lets the index treat sets whose accuracies are
+        within noise of each other as ties and serve the cheaper.
     """
 
     accuracy: float
     model: Any = None
+    std_error: float | None = None
 
 
 def check_accuracy(value, features) -> tuple[float, Any]:
     """``(accuracy, model)`` from a black-box result, or one clear error naming the set."""
+    checked = check_expansion(value, features)
+    return checked.accuracy, checked.model
+
+
+def check_expansion(value, features) -> Expansion:
+    """A black-box result as a validated :class:`Expansion`, or one clear error naming the set."""
     if isinstance(value, Expansion):
-        acc, model = value.accuracy, value.model
+        acc, model, se = value.accuracy, value.model, value.std_error
     else:
-        acc, model = value, None
+        acc, model, se = value, None, None
+    if se is not None:
+        if isinstance(se, bool) or not isinstance(se, numbers.Real) or not (math.isfinite(se) and se >= 0):
+            raise ValueError(f"expand({sorted(features)}) returned std_error {se!r}; it must be a finite number >= 0")
+        se = float(se)
     if isinstance(acc, bool) or not isinstance(acc, numbers.Real):
         raise TypeError(
             f"expand({sorted(features)}) must return a number in [0, 1] or an Expansion, got {value!r}"
@@ -39,7 +54,7 @@ def check_accuracy(value, features) -> tuple[float, Any]:
     acc = float(acc)
     if not (math.isfinite(acc) and 0.0 <= acc <= 1.0):
         raise ValueError(f"expand({sorted(features)}) returned accuracy {acc!r}; it must be finite and in [0, 1]")
-    return acc, model
+    return Expansion(acc, model, se)
 
 
 class Choice(tuple):

@@ -84,6 +84,7 @@ def build(
     sandwich: str = "all",
     candidate_alpha: float | None = None,
     validate: bool = False,
+    tolerance: float | None = None,
     backend: str = "polydom",
     n_jobs: int | None = None,
     cache=None,
@@ -119,6 +120,13 @@ def build(
         reproduces the paper-literal Algorithm 1, whose losses compound.
     validate : bool, default False
         Check Theorem 3.13's verdict against a recomputed skyline at every crossing.
+    tolerance : float, optional
+        The tie rule of a lookup: among the affordable sets whose accuracy is within
+        ``tolerance`` of the best affordable one, the cheapest is served. ``None`` (default)
+        means one standard error of the difference of the two scores, from the ``std_error``
+        the black box reports in its :class:`Expansion` (0 when it reports none: the paper's
+        rule). ``0`` always serves the most accurate set. The rule is precomputed per skyline
+        entry, so a lookup stays two bisections.
     backend : {"polydom", "greedy", "greedy-acc", "greedy-cost"}, default "polydom"
         A name from the backend table (:mod:`polydom.backends`).
         The Greedy backends need ``n0`` (the size at which to compare costs while expanding)
@@ -163,7 +171,12 @@ def build(
     unexpected = sorted(set(backend_options) - set(spec.options))
     if unexpected:
         raise TypeError(f"unexpected options for the {backend} backend: {unexpected}")
-    offered = dict(alpha=alpha, e=e, sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, **backend_options)
+    if tolerance is not None:
+        tolerance = _real("tolerance", tolerance, low=0.0)
+    offered = dict(
+        alpha=alpha, e=e, sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, tolerance=tolerance,
+        **backend_options,
+    )
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)
     return spec.build(space, curves, recorder, domain=domain, **{k: v for k, v in offered.items() if k in spec.options})

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from polydom.index import check_accuracy
+from polydom.index import check_expansion
 from polydom.lattice import FeatureSpace
 
 from .errors import PolydomError
@@ -64,6 +64,8 @@ class ModelRecorder:
     Attributes
     ----------
     models : dict of int to object
+    std_errors : dict of int to float
+        The standard error of each score, for the sets whose black box reported one.
     calls : int
         Black-box calls made (the ``trained`` statistic).
     reused : int
@@ -97,6 +99,7 @@ class ModelRecorder:
         self.clock = clock
         self.on_trained = on_trained
         self.models: dict[int, Any] = {}
+        self.std_errors: dict[int, float] = {}
         self.calls = 0
         self.reused = 0
 
@@ -123,9 +126,12 @@ class ModelRecorder:
             self._check_limits(len(todo))
             for m, result in zip(todo, self._train([self.space.frozenset(m) for m in todo])):
                 features = self.space.frozenset(m)
-                acc, model = check_accuracy(result, features)
+                checked = check_expansion(result, features)
+                acc, model = checked.accuracy, checked.model
                 if model is not None:
                     self.models[m] = model
+                if checked.std_error is not None:
+                    self.std_errors[m] = checked.std_error
                 if self.store is not None:
                     self.store.put(self.space.sorted_names(m), acc, model)
                 out[m] = acc
