@@ -1,0 +1,78 @@
+"""The cross-validated black box: learners raced per set, scores with standard errors, repeated folds."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.dummy import DummyClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.naive_bayes import GaussianNB
+
+from polydom.blackbox import FeatureSetLearner, as_learners, make_splits, standard_error
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600] / 16.0, y[:600]
+    columns = {"top": slice(0, 32), "bottom": slice(32, 64)}
+    return X, y, columns
+
+
+def test_a_clearly_worse_learner_is_dropped_after_the_first_fold(digits):
+    X, y, columns = digits
+    splits = make_splits(3, y, random_state=0)
+    learner = FeatureSetLearner(X, y, columns, [("chance", DummyClassifier(strategy="uniform", random_state=0)),
+                                                ("logreg", LogisticRegression(max_iter=500))], splits)
+    result = learner(frozenset({"top", "bottom"}))
+    assert learner.chosen[frozenset({"top", "bottom"})] == "logreg"
+    assert learner.race == {"started": 2, "dropped": 1}
+    assert len(learner.fold_scores[frozenset({"top", "bottom"})]) == 3
+    assert isinstance(result.model, LogisticRegression) and result.accuracy > 0.8
+
+
+def test_the_better_learner_wins_and_the_result_is_deterministic(digits):
+    X, y, columns = digits
+    splits = make_splits(3, y, random_state=0)
+    learners = [("nb", GaussianNB()), ("logreg", LogisticRegression(max_iter=500))]
+    a = FeatureSetLearner(X, y, columns, learners, splits).many([{"top"}, {"bottom"}, {"top", "bottom"}])
+    b = FeatureSetLearner(X, y, columns, learners, splits).many([{"top"}, {"bottom"}, {"top", "bottom"}])
+    assert [(r.accuracy, r.std_error) for r in a] == [(r.accuracy, r.std_error) for r in b]
+    nb = FeatureSetLearner(X, y, columns, GaussianNB(), splits)
+    lr = FeatureSetLearner(X, y, columns, LogisticRegression(max_iter=500), splits)
+    for s, r in zip([{"top"}, {"bottom"}, {"top", "bottom"}], a):
+        # Each set gets the better of the two learners' cross-validated scores.
+        assert r.accuracy == max(nb(s).accuracy, lr(s).accuracy)
+
+
+def test_standard_error_is_the_corrected_resampled_variance(digits):
+    X, y, columns = digits
+    splits = make_splits(3, y, random_state=0, repeats=2)
+    assert len(splits) == 6
+    learner = FeatureSetLearner(X, y, columns, LogisticRegression(max_iter=500), splits)
+    result = learner(frozenset({"top"}))
+    folds = learner.fold_scores[frozenset({"top"})]
+    assert result.accuracy == pytest.approx(folds.mean())
+    ratio = (1 / 3) / (2 / 3)
+    assert result.std_error == pytest.approx(np.sqrt((1 / 6 + ratio) * folds.var(ddof=1)))
+    assert result.std_error > folds.std(ddof=1) / np.sqrt(6)  # larger than the naive estimate
+    assert standard_error([0.5], 0.3) == 0.0
+
+
+def test_repeats_draw_different_folds_and_need_an_integer_cv(digits):
+    _, y, _ = digits
+    once, twice = make_splits(3, y, random_state=1), make_splits(3, y, random_state=1, repeats=2)
+    assert len(twice) == 6 and not all(np.array_equal(a[1], b[1]) for a, b in zip(twice[:3], twice[3:]))
+    assert make_splits(3, y, random_state=1, repeats=2)[0][1].tolist() == twice[0][1].tolist()
+    assert len(once) == 3
+    with pytest.raises(ValueError, match="repeats"):
+        make_splits(3, y, repeats=0)
+
+
+def test_learner_lists_are_named_and_checked():
+    named = as_learners([LogisticRegression(), LogisticRegression(), ("nb", GaussianNB())])
+    assert [n for n, _ in named] == ["LogisticRegression", "LogisticRegression-1", "nb"]
+    assert [n for n, _ in as_learners(None)] == ["lda", "logreg"]
+    with pytest.raises(TypeError, match="not a scikit-learn classifier"):
+        as_learners(["not a model"])
+    with pytest.raises(ValueError, match="empty"):
+        as_learners([])
