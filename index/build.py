@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore
 
+from .anytime import chain_order, chain_prefixes
 from .costcurve import CostCurve
 from .skyline import PolyDomIndex
 
-__all__ = ["build_polydom", "explore_with_tolerance", "index_from_expanded"]
+__all__ = ["build_polydom", "explore_with_tolerance", "index_from_expanded", "train_prefix_chains"]
 
 
 def index_from_expanded(
@@ -55,6 +57,42 @@ def explore_with_tolerance(space: FeatureSpace, lattice_cache: ExpansionCache, a
         tolerance = observed
 
 
+def _reference_size(domain: tuple[float, float], bounds) -> float:
+    """Where to compare feature costs when ordering chains, absent a typical item size: the
+    middle of a finite domain, else the last point where the skyline changes (or 1 past ``lo``)."""
+    lo, hi = domain
+    if math.isfinite(hi):
+        return (lo + hi) / 2.0
+    return max(bounds[-1], lo + 1.0)
+
+
+def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, unit_costs) -> dict:
+    """Give every servable set a chain of trained prefixes (see :mod:`polydom.index.anytime`).
+
+    ``index_of(trained)`` builds the index over the trained sets; prefixes are trained through
+    ``lattice_cache`` (so an expansion cache serves them too) and added to ``trained`` in place.
+    A new prefix can itself become servable; it then inherits its chain's order. The loop ends
+    because every round trains only sets it has not seen and there are finitely many.
+
+    Returns
+    -------
+    dict of int to tuple of int
+        Chain order (feature indices) per servable set of the final index.
+    """
+    chains: dict[int, tuple[int, ...]] = {}
+    while True:
+        index = index_of(trained)
+        missing = [m for m in index.candidates if m not in chains]
+        if not missing:
+            return {m: chains[m] for m in index.candidates}
+        inherited = {p: order[:k] for order in chains.values() for k, p in enumerate(chain_prefixes(order))}
+        for m in missing:
+            chains[m] = inherited.get(m) or chain_order(m, trained, unit_costs)
+        need = sorted({p for m in missing for p in chain_prefixes(chains[m]) if p not in trained})
+        if need:
+            trained.update(zip(need, lattice_cache.many(need)))
+
+
 def build_polydom(
     space: FeatureSpace,
     curves: Sequence[CostCurve],
@@ -67,6 +105,8 @@ def build_polydom(
     candidate_alpha: float = 1.0,
     validate: bool = False,
     tolerance: float | None = None,
+    prefix_chains: bool = True,
+    reference_size: float | None = None,
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
 ) -> PolyDomIndex:
@@ -81,7 +121,7 @@ def build_polydom(
         ``recorder(mask) -> accuracy``, the validated black box, with ``recorder.many`` (a layer
         at once), ``recorder.calls`` / ``recorder.reused`` counters and ``recorder.models``.
     domain : (lo, hi)
-    alpha, e, sandwich, candidate_alpha, validate, tolerance
+    alpha, e, sandwich, candidate_alpha, validate, tolerance, prefix_chains, reference_size
         As for ``polydom.build``.
     lattice_cache : ExpansionCache, optional
         Share one across calls (progressive builds lower alpha over the same trained sets).
@@ -101,12 +141,23 @@ def build_polydom(
         pruned=len(exploration.pruned), explore_seconds=explored_at - started,
         e_used=e_used, e_observed=e_observed, exploration_rounds=rounds,
     )
-    index = PolyDomIndex.from_trained(
-        space, curves, exploration.accuracy, domain=domain, candidate_alpha=candidate_alpha,
-        validate=validate, models={m: recorder.models[m] for m in exploration.accuracy if m in recorder.models},
-        stats=stats, params=params,
-        std_error={m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in exploration.accuracy},
-    )
+    trained = dict(exploration.accuracy)
+
+    def index_of(trained, chains=None):
+        return PolyDomIndex.from_trained(
+            space, curves, trained, domain=domain, candidate_alpha=candidate_alpha,
+            validate=validate, models={m: recorder.models[m] for m in trained if m in recorder.models},
+            stats=stats, params=params, chains=chains,
+            std_error={m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in trained},
+        )
+
+    index = index_of(trained)
+    if prefix_chains:
+        size = _reference_size(domain, index.bounds) if reference_size is None else float(reference_size)
+        chains = train_prefix_chains(index_of, trained, lattice_cache, [c(size) for c in curves])
+        stats.update(chain_sets=len(trained) - len(exploration.accuracy), reference_size=size)
+        stats["trained"] = recorder.calls - trained_before
+        index = index_of(trained, chains)
     index.exploration = exploration
     index.stats["build_seconds"] = time.perf_counter() - started
     return index

@@ -13,8 +13,8 @@ Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
 from __future__ import annotations
 
 import math
-import numbers
 import sys
+import time
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -23,13 +23,13 @@ import numpy as np
 
 from polydom.lattice import FeatureSpace
 
-import time
-
+from .anytime import check_chains, serve_anytime
 from .base import jsonable
 from .candidates import candidate_set
 from .costcurve import CostCurve, set_cost_matrix
 from .poly import horner_scalar
 from .protocol import CostSensitiveIndex
+from .queries import Batch, bad_query, check_queries, check_query
 from .sweep import check_against_brute_force, sweep
 from .values import Choice
 
@@ -42,114 +42,6 @@ _new_choice = tuple.__new__
 _PLAIN = (float, int)
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
-
-
-def _as_real(name: str, value) -> float:
-    """``value`` as a float, or one clear TypeError (bools, arrays, strings and the like)."""
-    if isinstance(value, bool) or isinstance(value, np.bool_):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    if isinstance(value, (numbers.Real, np.integer, np.floating)):
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
-    raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
-
-
-def _bad_query(size, budget, domain) -> Exception:
-    try:
-        values = {"size": _as_real("size", size), "budget": _as_real("budget", budget)}
-    except TypeError as exc:
-        return exc
-    for name, value in values.items():
-        if math.isnan(value):
-            return ValueError(f"{name} is NaN")
-        if math.isinf(value):
-            return ValueError(f"{name} must be finite, got {value!r}")
-        if value < 0:
-            return ValueError(f"{name} must be >= 0, got {value!r}")
-    lo, hi = domain
-    return ValueError(f"size {size!r} is outside the index's domain [{lo}, {hi}]")
-
-
-def check_query(size, budget, domain) -> tuple[float, float]:
-    """``(size, budget)`` as floats, or one clear error if they are not a valid query for ``domain``."""
-    lo, hi = domain
-    if type(size) in _PLAIN and type(budget) in _PLAIN:
-        try:
-            if lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf:
-                return float(size), float(budget)
-        except OverflowError:
-            pass
-        raise _bad_query(size, budget, domain)
-    n, c = _as_real("size", size), _as_real("budget", budget)
-    return check_query(n, c, domain)
-
-
-def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a batch of queries; returns them as float arrays."""
-    arrays = []
-    for name, values in (("sizes", sizes), ("budgets", budgets)):
-        try:
-            arr = np.asarray(values)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be an array of real numbers") from None
-        if arr.dtype.kind not in "fiu":
-            raise TypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}")
-        arrays.append(arr.astype(float))
-    n, c = arrays
-    if n.ndim == 0:
-        n = n.reshape(1)
-    if c.ndim == 0:
-        c = np.full(n.shape, float(c))
-    if n.ndim != 1 or c.ndim != 1:
-        raise ValueError(f"sizes and budgets must be 1-D, got shapes {n.shape} and {c.shape}")
-    if len(n) != len(c):
-        raise ValueError(f"sizes and budgets differ in length: {len(n)} != {len(c)}")
-    lo, hi = domain
-    for name, arr in (("size", n), ("budget", c)):
-        if np.isnan(arr).any():
-            raise ValueError(f"{name} is NaN at position {int(np.flatnonzero(np.isnan(arr))[0])}")
-        if np.isinf(arr).any():
-            raise ValueError(f"{name} must be finite; infinite at position {int(np.flatnonzero(np.isinf(arr))[0])}")
-        if (arr < 0).any():
-            i = int(np.flatnonzero(arr < 0)[0])
-            raise ValueError(f"{name} must be >= 0, got {arr[i]!r} at position {i}")
-    outside = (n < lo) | (n > hi)
-    if outside.any():
-        i = int(np.flatnonzero(outside)[0])
-        raise ValueError(f"size {n[i]!r} at position {i} is outside the index's domain [{lo}, {hi}]")
-    return n, c
-
-
-class Batch:
-    """Answers to many queries as columns; ``batch[i]`` is the :class:`Choice` of query ``i``.
-
-    Attributes
-    ----------
-    keys : ndarray of int64
-        Feature-set bitmasks (over the index's feature order).
-    accuracy, cost : ndarray of float64
-    """
-
-    __slots__ = ("keys", "accuracy", "cost", "_space", "_models")
-
-    def __init__(self, keys, accuracy, cost, space, models):
-        # The feature space and models are the snapshot the answers were computed from, so a
-        # refresh of the index afterwards cannot make this batch decode keys with another space.
-        self.keys, self.accuracy, self.cost = keys, accuracy, cost
-        self._space, self._models = space, models
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, i: int) -> Choice:
-        key = int(self.keys[i])
-        return Choice(self._space.frozenset(key), float(self.accuracy[i]), float(self.cost[i]), key, self._models)
-
-    def features(self, i: int) -> frozenset[str]:
-        """Feature names of answer ``i``."""
-        return self._space.frozenset(int(self.keys[i]))
 
 
 class IndexState(NamedTuple):
@@ -171,6 +63,13 @@ class IndexState(NamedTuple):
     models: Mapping
 
 
+def _chains_from(arrays) -> dict[int, tuple[int, ...]]:
+    """Prefix chains from their flat stored form (indexes saved before chains existed have none)."""
+    if "chain_masks" not in arrays:
+        return {}
+    offsets = arrays["chain_offsets"].tolist()
+    flat = arrays["chain_features"].tolist()
+    return {m: tuple(flat[a:b]) for m, a, b in zip(arrays["chain_masks"].tolist(), offsets, offsets[1:])}
 
 
 class PolyDomIndex(CostSensitiveIndex):
@@ -213,6 +112,7 @@ class PolyDomIndex(CostSensitiveIndex):
         stats: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
         std_error: Mapping[int, float] | None = None,
+        chains: Mapping[int, Sequence[int]] | None = None,
     ):
         self.space = space
         self.costs = tuple(costs)
@@ -224,6 +124,7 @@ class PolyDomIndex(CostSensitiveIndex):
         self.models = models if models is not None else {}
         self.explored = dict(explored) if explored is not None else {}
         self.std_error = {int(m): float(v) for m, v in (std_error or {}).items()}
+        self.chains = {int(m): tuple(int(i) for i in order) for m, order in (chains or {}).items()}
         self.stats = dict(stats or {})
         self.params = dict(params or {})
         self.params.setdefault("tolerance", None)
@@ -245,6 +146,7 @@ class PolyDomIndex(CostSensitiveIndex):
         stats: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
         std_error: Mapping[int, float] | None = None,
+        chains: Mapping[int, Sequence[int]] | None = None,
     ) -> "PolyDomIndex":
         """Index the trained sets ``trained`` (mask -> accuracy): candidate set, sweep, skylines.
 
@@ -281,13 +183,40 @@ class PolyDomIndex(CostSensitiveIndex):
         )
         return cls(
             space, costs, domain, cands, cand_acc, swept.bounds, swept.skylines,
-            models=models, explored=trained, stats=all_stats, params=params, std_error=std_error,
+            models=models, explored=trained, stats=all_stats, params=params, std_error=std_error, chains=chains,
         )
 
     @property
     def trained(self) -> Mapping[int, float]:
         """Every set the lattice exploration trained (mask -> accuracy); also ``explored``."""
         return self.explored
+
+    def select(self, size, budget, compute, clock=time.perf_counter) -> Choice:
+        """Serve on a real clock, anytime: fall back to a computed prefix, upgrade when time is left.
+
+        Computes the looked-up set's features one by one in its chain's order; before each, the
+        time used plus the feature's predicted cost must fit ``budget`` or the walk stops and the
+        most accurate fully computed trained set is served; after each, a set clearly more
+        accurate than the target whose uncomputed features now fit the time left becomes the
+        target. See :mod:`polydom.index.anytime`. Without chains (built with
+        ``prefix_chains=False``) the base rule applies: look up, then compute.
+
+        Returns
+        -------
+        Choice
+            Its ``cost`` is the measured time on ``clock``.
+        """
+        if not self.chains:
+            return super().select(size, budget, compute, clock)
+        if not callable(compute):
+            raise TypeError(f"compute must be callable, got {compute!r}")
+        check_query(size, budget, self.domain)
+        mask, elapsed, _ = serve_anytime(self, float(size), float(budget), compute, clock)
+        return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models)
+
+    def skyline_ids_at(self, size: float) -> list[int]:
+        """Candidate ids of the skyline valid at ``size``, cost ascending."""
+        return self.skylines[bisect_right(self.bounds, size) - 1]
 
     def with_costs(self, costs) -> "PolyDomIndex":
         """Sweep the same trained sets under new cost curves; models and scores are kept."""
@@ -296,6 +225,7 @@ class PolyDomIndex(CostSensitiveIndex):
             self.space, self._curves_for(costs), self.explored, domain=self.domain,
             candidate_alpha=self.params.get("candidate_alpha", 1.0), models=self.models,
             stats={k: v for k, v in self.stats.items() if k in keep}, params=self.params, std_error=self.std_error,
+            chains=self.chains,
         )
 
     def _summary_details(self) -> dict:
@@ -409,7 +339,7 @@ class PolyDomIndex(CostSensitiveIndex):
         except OverflowError:
             ok = False
         if not ok:
-            raise _bad_query(size, budget, self.domain)
+            raise bad_query(size, budget, self.domain)
         limit = budget * BUDGET_SLACK
         r = bisect_right(bounds, size) - 1
         sky = sky_rows[r]
@@ -508,6 +438,9 @@ class PolyDomIndex(CostSensitiveIndex):
             "skyline_ids": np.array(flat, dtype=np.int64),
             "explored_masks": np.array(list(self.explored), dtype=np.int64),
             "explored_accuracy": np.array(list(self.explored.values()), dtype=np.float64),
+            "chain_masks": np.array(list(self.chains), dtype=np.int64),
+            "chain_offsets": np.cumsum([0] + [len(o) for o in self.chains.values()], dtype=np.int64),
+            "chain_features": np.array([i for o in self.chains.values() for i in o], dtype=np.int64),
             # NaN where the black box reported no standard error.
             "explored_std_error": np.array([self.std_error.get(m, math.nan) for m in self.explored], dtype=np.float64),
         }
@@ -532,11 +465,10 @@ class PolyDomIndex(CostSensitiveIndex):
             space, costs, (float(lo), float(hi)), arrays["candidates"].tolist(),
             arrays["candidate_accuracy"].tolist(), arrays["bounds"].tolist(), skylines,
             models=state.models, explored=explored, stats=meta.get("stats"), params=meta.get("params"),
-            std_error=std_error,
+            std_error=std_error, chains=_chains_from(arrays),
         )
 
     # ------------------------------------------------------------------ inspection
-
 
     def skyline_at(self, size: float) -> list[Choice]:
         """The whole skyline valid at ``size``, cost ascending."""
@@ -558,6 +490,7 @@ class PolyDomIndex(CostSensitiveIndex):
             accs = [self.candidate_accuracy[c] for c in sky]
             assert all(a < b for a, b in zip(accs, accs[1:])), f"range {r}: accuracy must strictly ascend"
             assert sky and not self.candidate_coefficients[sky[0]].any(), f"range {r}: first entry must cost 0"
+        check_chains(self.chains, self.explored)
 
     def __repr__(self) -> str:
         return (

@@ -1,0 +1,170 @@
+"""Anytime PolyDom: prefix chains for every servable set, and serving on a real clock.
+
+A lookup provisions from predicted costs; real features finish early or late. For every set the
+index can serve, the build trains the models of a *chain* of its prefixes, ordered so that the
+features worth most accuracy per unit of cost come first. Serving then computes the chosen set's
+features one at a time:
+
+* before each feature, if the time used plus the feature's predicted cost no longer fits the
+  budget, it stops and serves the most accurate set among those fully computed (a prefix of a
+  chain, or ``{}``) -- it never starts a feature the clock says cannot fit;
+* after each feature, it asks the skyline again with the time left, counting the features
+  already computed as free; a set more accurate than the target by more than the index's tie
+  tolerance that now fits becomes the target (an *upgrade*); computed features are never
+  computed again.
+
+With a clock that matches the predicted costs this serves exactly what :meth:`lookup` returns.
+
+Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's
+features, and every prefix of it (``{}`` and the set included) is a trained set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+__all__ = ["chain_order", "chain_prefixes", "check_chains", "serve_anytime"]
+
+
+def chain_order(mask: int, trained: Mapping[int, float], unit_costs: Sequence[float]) -> tuple[int, ...]:
+    """The features of ``mask`` (indices), best accuracy gained per predicted cost first.
+
+    Built greedily: from the current prefix ``P``, the next feature ``f`` maximises
+    ``(a(P + f) - a(P)) / c(f)`` over the features left, reading ``a(P + f)`` where that set was
+    trained and ``a({f})`` otherwise (a feature's own worth when the pair is unknown). Ties go to
+    the cheaper feature, then the lower index, so the order is deterministic.
+
+    Parameters
+    ----------
+    mask : int
+    trained : mapping of mask to accuracy
+    unit_costs : sequence of float
+        Each feature's predicted cost at the reference size.
+    """
+    left = [i for i in range(mask.bit_length()) if mask >> i & 1]
+    order: list[int] = []
+    prefix = 0
+    base = trained.get(0, 0.0)
+    while left:
+        here = trained.get(prefix, base)
+
+        def gain(i: int) -> float:
+            after = trained.get(prefix | 1 << i)
+            if after is None:
+                after = max(here, trained.get(1 << i, base))
+            return (after - here) / max(unit_costs[i], 1e-300)
+
+        best = max(left, key=lambda i: (gain(i), -unit_costs[i], -i))
+        order.append(best)
+        left.remove(best)
+        prefix |= 1 << best
+    return tuple(order)
+
+
+def chain_prefixes(order: Iterable[int]) -> list[int]:
+    """Masks of every prefix of ``order``, ``{}`` first and the whole set last."""
+    out, mask = [0], 0
+    for i in order:
+        mask |= 1 << i
+        out.append(mask)
+    return out
+
+
+def check_chains(chains: Mapping[int, Sequence[int]], trained: Mapping[int, float]) -> None:
+    """Assert the module's invariants."""
+    for mask, order in chains.items():
+        assert sorted(order) == [i for i in range(mask.bit_length()) if mask >> i & 1], f"chain of {mask} is not its features"
+        assert all(p in trained for p in chain_prefixes(order)), f"a prefix of the chain of {mask} was not trained"
+
+
+def serve_anytime(
+    index,
+    size: float,
+    budget: float,
+    compute: Callable[[str], object],
+    clock: Callable[[], float],
+):
+    """Serve ``(size, budget)`` on ``clock``; see the module docstring for the rules.
+
+    Parameters
+    ----------
+    index : PolyDomIndex
+        With ``chains`` for its candidates.
+    compute : callable
+        ``compute(name)``, called at most once per feature.
+    clock : callable
+        Read once before the first feature and once after each.
+
+    Returns
+    -------
+    (mask, elapsed, steps)
+        The set served (a trained set whose features were all computed), the measured time, and
+        what happened, as ``("compute", name)``, ``("upgrade", mask)`` and ``("stop", name)``
+        events in order.
+    """
+    start = clock()
+    target = index.lookup(size, budget).key
+    names = index.space.names
+    feature_cost = [curve(size) for curve in index.costs]
+    limit = budget * _SLACK
+    computed = 0
+    elapsed = 0.0
+    steps: list[tuple[str, object]] = []
+    served = 0  # the best fully computed trained set so far
+    while True:
+        order = index.chains.get(target) or _subset_order(target)
+        pending = [i for i in order if not computed >> i & 1]
+        if not pending:
+            served = target
+            break
+        nxt = pending[0]
+        if elapsed + feature_cost[nxt] > limit:
+            steps.append(("stop", names[nxt]))
+            break
+        compute(names[nxt])
+        computed |= 1 << nxt
+        elapsed = clock() - start
+        steps.append(("compute", names[nxt]))
+        served = _best_computed(index, computed, served)
+        better = _upgrade(index, size, target, computed, feature_cost, limit - elapsed)
+        if better is not None:
+            target = better
+            steps.append(("upgrade", better))
+    return served, elapsed, steps
+
+
+#: The lookup's relative budget slack, so that a clock matching the curves serves what it does.
+_SLACK = 1.0 + 1e-12
+
+
+def _subset_order(mask: int) -> tuple[int, ...]:
+    return tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
+
+
+def _best_computed(index, computed: int, served: int) -> int:
+    """The most accurate trained set with a model whose features are all computed."""
+    best, best_acc = served, index.trained.get(served, -1.0)
+    for mask, order in index.chains.items():
+        for prefix in chain_prefixes(order):
+            if prefix & ~computed:
+                break
+            acc = index.trained.get(prefix, -1.0)
+            if acc > best_acc:
+                best, best_acc = prefix, acc
+    return best
+
+
+def _upgrade(index, size: float, target: int, computed: int, feature_cost, remaining: float) -> int | None:
+    """A servable set clearly more accurate than ``target`` whose uncomputed features fit ``remaining``."""
+    position = {m: i for i, m in enumerate(index.candidates)}
+    t = position[target]
+    best, best_acc = None, index.candidate_accuracy[t]
+    for c in index.skyline_ids_at(size):
+        mask = index.candidates[c]
+        acc = index.candidate_accuracy[c]
+        if acc <= best_acc or acc - index.candidate_accuracy[t] <= index.tolerance_between(t, c):
+            continue
+        residual = sum(feature_cost[i] for i in range(mask.bit_length()) if mask >> i & 1 and not computed >> i & 1)
+        if residual <= remaining:
+            best, best_acc = mask, acc
+    return best

@@ -1,0 +1,124 @@
+"""Query validation and batch answers, shared by every backend's lookup paths."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .values import Choice
+
+__all__ = ["Batch", "bad_query", "check_queries", "check_query", "as_real"]
+
+_PLAIN = (float, int)
+
+
+def as_real(name: str, value) -> float:
+    """``value`` as a float, or one clear TypeError (bools, arrays, strings and the like)."""
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    if isinstance(value, (numbers.Real, np.integer, np.floating)):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+
+
+def bad_query(size, budget, domain) -> Exception:
+    try:
+        values = {"size": as_real("size", size), "budget": as_real("budget", budget)}
+    except TypeError as exc:
+        return exc
+    for name, value in values.items():
+        if math.isnan(value):
+            return ValueError(f"{name} is NaN")
+        if math.isinf(value):
+            return ValueError(f"{name} must be finite, got {value!r}")
+        if value < 0:
+            return ValueError(f"{name} must be >= 0, got {value!r}")
+    lo, hi = domain
+    return ValueError(f"size {size!r} is outside the index's domain [{lo}, {hi}]")
+
+
+def check_query(size, budget, domain) -> tuple[float, float]:
+    """``(size, budget)`` as floats, or one clear error if they are not a valid query for ``domain``."""
+    lo, hi = domain
+    if type(size) in _PLAIN and type(budget) in _PLAIN:
+        try:
+            if lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf:
+                return float(size), float(budget)
+        except OverflowError:
+            pass
+        raise bad_query(size, budget, domain)
+    n, c = as_real("size", size), as_real("budget", budget)
+    return check_query(n, c, domain)
+
+
+def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a batch of queries; returns them as float arrays."""
+    arrays = []
+    for name, values in (("sizes", sizes), ("budgets", budgets)):
+        try:
+            arr = np.asarray(values)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be an array of real numbers") from None
+        if arr.dtype.kind not in "fiu":
+            raise TypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}")
+        arrays.append(arr.astype(float))
+    n, c = arrays
+    if n.ndim == 0:
+        n = n.reshape(1)
+    if c.ndim == 0:
+        c = np.full(n.shape, float(c))
+    if n.ndim != 1 or c.ndim != 1:
+        raise ValueError(f"sizes and budgets must be 1-D, got shapes {n.shape} and {c.shape}")
+    if len(n) != len(c):
+        raise ValueError(f"sizes and budgets differ in length: {len(n)} != {len(c)}")
+    lo, hi = domain
+    for name, arr in (("size", n), ("budget", c)):
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} is NaN at position {int(np.flatnonzero(np.isnan(arr))[0])}")
+        if np.isinf(arr).any():
+            raise ValueError(f"{name} must be finite; infinite at position {int(np.flatnonzero(np.isinf(arr))[0])}")
+        if (arr < 0).any():
+            i = int(np.flatnonzero(arr < 0)[0])
+            raise ValueError(f"{name} must be >= 0, got {arr[i]!r} at position {i}")
+    outside = (n < lo) | (n > hi)
+    if outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        raise ValueError(f"size {n[i]!r} at position {i} is outside the index's domain [{lo}, {hi}]")
+    return n, c
+
+
+class Batch:
+    """Answers to many queries as columns; ``batch[i]`` is the :class:`Choice` of query ``i``.
+
+    Attributes
+    ----------
+    keys : ndarray of int64
+        Feature-set bitmasks (over the index's feature order).
+    accuracy, cost : ndarray of float64
+    """
+
+    __slots__ = ("keys", "accuracy", "cost", "_space", "_models")
+
+    def __init__(self, keys, accuracy, cost, space, models):
+        # The feature space and models are the snapshot the answers were computed from, so a
+        # refresh of the index afterwards cannot make this batch decode keys with another space.
+        self.keys, self.accuracy, self.cost = keys, accuracy, cost
+        self._space, self._models = space, models
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i: int) -> Choice:
+        key = int(self.keys[i])
+        return Choice(self._space.frozenset(key), float(self.accuracy[i]), float(self.cost[i]), key, self._models)
+
+    def features(self, i: int) -> frozenset[str]:
+        """Feature names of answer ``i``."""
+        return self._space.frozenset(int(self.keys[i]))
+
+

@@ -1,0 +1,119 @@
+"""Anytime PolyDom with injected clocks: fall back on overrun, upgrade on early finish, never recompute."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import polydom
+from polydom.index.anytime import chain_prefixes, serve_anytime
+
+# Three features; costs are constants (seconds) so the clock is easy to script.
+COSTS = {"cheap": [1.0], "mid": [2.0], "slow": [4.0]}
+ACC = {"": .5, "cheap": .6, "mid": .65, "slow": .7, "cheap mid": .75, "cheap slow": .85, "mid slow": .8,
+       "cheap mid slow": .9}
+
+
+def acc(s):
+    return ACC[" ".join(n for n in COSTS if n in s)]
+
+
+class ScriptedClock:
+    """Time advances only when a feature is computed, by the duration scripted for it."""
+
+    def __init__(self, durations):
+        self.now, self.durations, self.computed = 0.0, durations, []
+
+    def __call__(self):
+        return self.now
+
+    def compute(self, name):
+        self.computed.append(name)
+        self.now += self.durations[name]
+
+
+@pytest.fixture(scope="module")
+def index():
+    ix = polydom.build(COSTS, acc, e=0.0, tolerance=0.0)
+    ix.check_invariants()
+    return ix
+
+
+def test_every_servable_set_has_a_trained_chain(index):
+    assert set(index.candidates) <= set(index.chains)
+    for mask, order in index.chains.items():
+        assert all(p in index.trained for p in chain_prefixes(order))
+
+
+def test_a_clock_that_matches_the_curves_serves_what_lookup_returns(index):
+    for budget in (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 10.0):
+        clock = ScriptedClock({n: c[0] for n, c in COSTS.items()})
+        choice = index.select(1.0, budget, clock.compute, clock)
+        expected = index.lookup(1.0, budget)
+        assert choice.features == expected.features and choice.accuracy == expected.accuracy
+        assert choice.cost == pytest.approx(expected.cost)
+        assert sorted(clock.computed) == sorted(expected.features)
+
+
+def test_an_overrun_falls_back_to_the_best_computed_prefix(index):
+    # Budget 5 buys {cheap, slow} (.85). Its chain's first feature takes 4.5 s instead of its
+    # prediction, so the second no longer fits: the walk stops and serves what it computed.
+    order = [index.space.names[i] for i in index.chains[index.lookup(1.0, 5.0).key]]
+    durations = {n: c[0] for n, c in COSTS.items()}
+    durations[order[0]] = 4.5  # overruns: the second feature no longer fits
+    clock = ScriptedClock(durations)
+    choice = index.select(1.0, 5.0, clock.compute, clock)
+    assert clock.computed == [order[0]]
+    assert choice.features == frozenset({order[0]})
+    assert choice.accuracy == acc({order[0]}) and choice.cost == 4.5
+
+
+def test_an_early_finish_upgrades_and_never_recomputes(index):
+    # Budget 4.5 buys {cheap, mid} (.75, predicted 3). Its chain starts with cheap; when cheap
+    # takes no time, 4.5 seconds remain and {cheap, slow} (.85) needs only slow (4): upgrade.
+    assert index.lookup(1.0, 4.5).features == frozenset({"cheap", "mid"})
+    assert index.chains[index.lookup(1.0, 4.5).key][0] == index.space.names.index("cheap")
+    clock = ScriptedClock({"cheap": 0.0, "mid": 0.0, "slow": 4.0})
+    mask, elapsed, steps = serve_anytime(index, 1.0, 4.5, clock.compute, clock)
+    assert index.space.frozenset(mask) == frozenset({"cheap", "slow"}) and index.trained[mask] == 0.85
+    assert steps[:2] == [("compute", "cheap"), ("upgrade", index.space.mask({"cheap", "slow"}))]
+    assert clock.computed == ["cheap", "slow"]  # cheap is not computed again for the new target
+    assert elapsed == 4.0
+
+
+def test_a_feature_that_cannot_fit_is_never_started(index):
+    clock = ScriptedClock({"cheap": 0.9, "mid": 5.0, "slow": 5.0})
+    choice = index.select(1.0, 0.5, clock.compute, clock)  # nothing fits 0.5
+    assert clock.computed == [] and choice.features == frozenset() and choice.cost == 0.0
+
+
+def test_chains_and_standard_errors_survive_storage(index, tmp_path):
+    index.save(tmp_path / "ix")
+    loaded = polydom.load(tmp_path / "ix")
+    assert loaded.chains == index.chains
+    clock = ScriptedClock({"cheap": 0.0, "mid": 0.0, "slow": 4.0})
+    assert loaded.select(1.0, 4.5, clock.compute, clock) == index.select(1.0, 4.5, *(lambda c: (c.compute, c))(
+        ScriptedClock({"cheap": 0.0, "mid": 0.0, "slow": 4.0})))
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_matching_clock_equals_lookup_on_random_instances(seed):
+    rng = random.Random(seed)
+    names = [f"f{i}" for i in range(rng.randint(1, 6))]
+    costs = {n: [rng.uniform(0, 2), rng.choice([0.0, rng.uniform(0, 0.1)])] for n in names}
+    accs = {}
+    for m in sorted(range(1 << len(names)), key=int.bit_count):
+        s = frozenset(names[i] for i in range(len(names)) if m >> i & 1)
+        accs[s] = max([rng.random()] + [accs[s - {f}] for f in s])
+    index = polydom.build(costs, accs.__getitem__, e=0.0, tolerance=0.0)
+    index.check_invariants()
+    for _ in range(10):
+        size, budget = rng.uniform(0, 20), rng.uniform(0, 6)
+        clock = ScriptedClock({n: polydom.CostCurve(c)(size) for n, c in costs.items()})
+        mask, elapsed, steps = serve_anytime(index, size, budget, clock.compute, clock)
+        expected = index.lookup(size, budget)
+        assert index.trained[mask] == expected.accuracy, steps
+        assert len(clock.computed) == len(set(clock.computed))
+        assert elapsed <= budget * (1 + 1e-9)
