@@ -25,6 +25,8 @@ def build_greedy(
     backend: str,
     n0: float | None = None,
     lambdas: Iterable[float] | None = None,
+    measured_range: tuple[float, float] | None = None,
+    extrapolate: str = "warn",
 ) -> GreedyIndex:
     """Run Greedy's expansion and index the result; called by :func:`polydom.build`.
 
@@ -47,6 +49,9 @@ def build_greedy(
     lambdas : iterable of float, optional
         The λ grid for ``"greedy"``; default the paper's
         ``[0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5, 10]``.
+    measured_range, extrapolate
+        As for ``polydom.build``: the sizes the costs were measured on, and the lookup policy
+        outside them.
 
     Returns
     -------
@@ -64,7 +69,10 @@ def build_greedy(
     prefixes = {m for s in expansion.sequences for m in prefix_masks(s)}
     recorded = getattr(recorder, "models", {})
     models = {m: recorded[m] for m in expansion.accuracy if m in prefixes and m in recorded}
-    params = dict(n0=n0, lambdas=list(grid), domain=list(domain))
+    params = dict(
+        n0=n0, lambdas=list(grid), domain=list(domain),
+        measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
+    )
     stats = dict(
         trained=expansion.trained,
         expanded=expansion.expanded,

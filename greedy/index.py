@@ -140,6 +140,7 @@ class GreedyIndex(CostSensitiveIndex):
         self._sky_seq_arr = np.array(self._sky_seq, dtype=np.int64)
         # Each serving path reads one of these snapshots once, so a refresh that swaps the
         # index's state is atomic for concurrent readers.
+        self._measured = self.measured_range()
         self._serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models)
         self._batch = (
             self.domain, self._sky_cost_arr, self._sky_seq_arr, self._feature_horner, self._order,
@@ -172,7 +173,9 @@ class GreedyIndex(CostSensitiveIndex):
             Non-numeric arguments.
         """
         domain, sky_cost, sky_seq, seq_horner, seq_prefix, _, models = self._serve
-        check_query(size, budget, domain)
+        size, budget = check_query(size, budget, domain)
+        if not self._measured[0] <= size <= self._measured[1]:
+            self._outside_measured(size)
         j = bisect_right(sky_cost, budget) - 1
         # j < 0 cannot happen for a valid budget (the first entry costs 0); kept as the spec's rule.
         sid = sky_seq[j if j > 0 else 0]

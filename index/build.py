@@ -107,6 +107,8 @@ def build_polydom(
     tolerance: float | None = None,
     prefix_chains: bool = True,
     reference_size: float | None = None,
+    measured_range: tuple[float, float] | None = None,
+    extrapolate: str = "warn",
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
 ) -> PolyDomIndex:
@@ -121,7 +123,8 @@ def build_polydom(
         ``recorder(mask) -> accuracy``, the validated black box, with ``recorder.many`` (a layer
         at once), ``recorder.calls`` / ``recorder.reused`` counters and ``recorder.models``.
     domain : (lo, hi)
-    alpha, e, sandwich, candidate_alpha, validate, tolerance, prefix_chains, reference_size
+    alpha, e, sandwich, candidate_alpha, validate, tolerance, prefix_chains, reference_size,
+    measured_range, extrapolate
         As for ``polydom.build``.
     lattice_cache : ExpansionCache, optional
         Share one across calls (progressive builds lower alpha over the same trained sets).
@@ -135,6 +138,7 @@ def build_polydom(
     explored_at = time.perf_counter()
     params = dict(
         alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha, tolerance=tolerance,
+        measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
     )
     stats = dict(
         trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),

@@ -25,7 +25,14 @@ from .costcurve import CostCurve, format_curve, set_cost_matrix
 from .poly import horner_scalar
 from .values import Choice
 
-__all__ = ["CostSensitiveIndex"]
+__all__ = ["CostSensitiveIndex", "ExtrapolationWarning", "EXTRAPOLATE_POLICIES"]
+
+#: What a lookup does at a size outside the range the costs were measured on.
+EXTRAPOLATE_POLICIES = ("warn", "raise", "allow")
+
+
+class ExtrapolationWarning(UserWarning):
+    """A lookup at a size where the cost curves were not measured (they are extrapolated there)."""
 
 
 class CostSensitiveIndex(StoredIndex, ABC):
@@ -88,6 +95,35 @@ class CostSensitiveIndex(StoredIndex, ABC):
         return choice.with_cost(clock() - start)
 
     # ------------------------------------------------------------------ costs
+
+    def measured_range(self) -> tuple[float, float]:
+        """The sizes the cost curves were fitted on (``params["measured_range"]``), else the domain."""
+        rng = self.params.get("measured_range")
+        return (float(rng[0]), float(rng[1])) if rng else self.domain
+
+    def _outside_measured(self, size: float) -> None:
+        """Apply ``params["extrapolate"]`` to a lookup at ``size`` outside :meth:`measured_range`.
+
+        ``"warn"`` (default) warns once per index, ``"raise"`` raises ``ValueError``, ``"allow"``
+        is silent. Cost curves are polynomials fitted on the measured sizes; far outside them a
+        budget can be badly over- or under-provisioned, and the caller should know.
+        """
+        policy = self.params.get("extrapolate", "warn")
+        if policy == "allow":
+            return
+        lo, hi = self.measured_range()
+        message = (
+            f"size {size!r} is outside the sizes the feature costs were measured on [{lo:g}, {hi:g}]; "
+            f"the cost curves are extrapolated there"
+        )
+        if policy == "raise":
+            raise ValueError(message + " (extrapolate='raise')")
+        if not getattr(self, "_warned_extrapolation", False):
+            self._warned_extrapolation = True
+            import warnings
+
+            warnings.warn(message + " (this warning is shown once per index; extrapolate='allow' silences it)",
+                          ExtrapolationWarning, stacklevel=3)
 
     def cost_of(self, features, size: float) -> float:
         """Predicted cost of a feature set (names) at ``size``: the sum of its features' curves."""

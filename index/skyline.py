@@ -263,7 +263,11 @@ class PolyDomIndex(CostSensitiveIndex):
         lo = self.domain[0]
         # A finite upper limit makes one chained comparison reject NaN and inf as well.
         size_max = self.domain[1] if math.isfinite(self.domain[1]) else _FLOAT_MAX
-        self._serve = (lo, size_max, list(self.bounds), [len(s) for s in self.skylines], quadratic, sky_rows, entries, self.models)
+        measured = self.measured_range()
+        self._serve = (
+            lo, size_max, measured[0], measured[1], list(self.bounds), [len(s) for s in self.skylines], quadratic,
+            sky_rows, entries, self.models,
+        )
         self._batch = self._batch_arrays()
 
     def tolerance_between(self, i: int, j: int) -> float:
@@ -331,7 +335,7 @@ class PolyDomIndex(CostSensitiveIndex):
         TypeError
             Non-numeric arguments.
         """
-        lo, size_max, bounds, lengths, quadratic, sky_rows, entries, models = self._serve
+        lo, size_max, measured_lo, measured_hi, bounds, lengths, quadratic, sky_rows, entries, models = self._serve
         if type(size) not in _PLAIN or type(budget) not in _PLAIN:
             size, budget = check_query(size, budget, self.domain)  # numpy scalars and the like
         try:
@@ -340,6 +344,8 @@ class PolyDomIndex(CostSensitiveIndex):
             ok = False
         if not ok:
             raise bad_query(size, budget, self.domain)
+        if not measured_lo <= size <= measured_hi:
+            self._outside_measured(size)
         limit = budget * BUDGET_SLACK
         r = bisect_right(bounds, size) - 1
         sky = sky_rows[r]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from polydom.index import CostCurve, as_cost_curve
-from polydom.index.protocol import CostSensitiveIndex
+from polydom.index.protocol import EXTRAPOLATE_POLICIES, CostSensitiveIndex
 from polydom.lattice import SANDWICH_MODES, Exploration, FeatureSpace
 from polydom.lattice import naive_expand_all as _naive_expand_all
 
@@ -85,6 +85,8 @@ def build(
     candidate_alpha: float | None = None,
     validate: bool = False,
     tolerance: float | None = None,
+    measured_range: tuple[float, float] | None = None,
+    extrapolate: str = "warn",
     backend: str = "polydom",
     n_jobs: int | None = None,
     cache=None,
@@ -127,6 +129,12 @@ def build(
         the black box reports in its :class:`Expansion` (0 when it reports none: the paper's
         rule). ``0`` always serves the most accurate set. The rule is precomputed per skyline
         entry, so a lookup stays two bisections.
+    measured_range : (lo, hi), optional
+        The item sizes the cost curves were measured on (fitted curves are polynomials; outside
+        the measured sizes they extrapolate). Default: the whole domain.
+    extrapolate : {"warn", "raise", "allow"}, default "warn"
+        What a lookup does at a size outside ``measured_range``: warn once per index, raise
+        ``ValueError``, or stay silent.
     backend : {"polydom", "greedy", "greedy-acc", "greedy-cost"}, default "polydom"
         A name from the backend table (:mod:`polydom.backends`).
         The Greedy backends need ``n0`` (the size at which to compare costs while expanding)
@@ -173,9 +181,13 @@ def build(
         raise TypeError(f"unexpected options for the {backend} backend: {unexpected}")
     if tolerance is not None:
         tolerance = _real("tolerance", tolerance, low=0.0)
+    if extrapolate not in EXTRAPOLATE_POLICIES:
+        raise ValueError(f"extrapolate must be one of {EXTRAPOLATE_POLICIES}, got {extrapolate!r}")
+    if measured_range is not None:
+        measured_range = validate_domain(measured_range)
     offered = dict(
         alpha=alpha, e=e, sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, tolerance=tolerance,
-        **backend_options,
+        measured_range=measured_range, extrapolate=extrapolate, **backend_options,
     )
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)

@@ -54,8 +54,9 @@ def _resolve(path: str):
     return getattr(importlib.import_module(module), attr)
 
 
-_POLYDOM_OPTIONS = ("alpha", "e", "sandwich", "candidate_alpha", "validate", "tolerance", "prefix_chains", "reference_size")
-_GREEDY_OPTIONS = ("n0", "lambdas")
+_COMMON_OPTIONS = ("measured_range", "extrapolate")
+_POLYDOM_OPTIONS = ("alpha", "e", "sandwich", "candidate_alpha", "validate", "tolerance", "prefix_chains", "reference_size") + _COMMON_OPTIONS
+_GREEDY_OPTIONS = ("n0", "lambdas") + _COMMON_OPTIONS
 _GREEDY_CLASS, _GREEDY_BUILDER = "polydom.greedy.index:GreedyIndex", "polydom.greedy.build:build_greedy"
 
 BACKENDS: dict[str, BackendSpec] = {

@@ -117,3 +117,28 @@ def test_matching_clock_equals_lookup_on_random_instances(seed):
         assert index.trained[mask] == expected.accuracy, steps
         assert len(clock.computed) == len(set(clock.computed))
         assert elapsed <= budget * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("backend", ["polydom", "greedy"])
+def test_lookups_outside_the_measured_sizes_follow_the_policy(backend):
+    options = {"n0": 20.0} if backend == "greedy" else {}
+    costs = {"a": [0.0, 1.0], "b": [1.0, 0.5]}
+    accs = {frozenset(): .5, frozenset("a"): .7, frozenset("b"): .8, frozenset("ab"): .9}
+    warn = polydom.build(costs, accs.__getitem__, measured_range=(10, 100), backend=backend, **options)
+    warn.lookup(50.0, 10.0)  # inside: silent
+    with pytest.warns(polydom.index.protocol.ExtrapolationWarning, match=r"size 500.0 is outside .*\[10, 100\]"):
+        warn.lookup(500.0, 10.0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn.lookup(600.0, 10.0)  # once per index
+        polydom.build(costs, accs.__getitem__, measured_range=(10, 100), extrapolate="allow", backend=backend,
+                      **options).lookup(5.0, 1.0)
+    strict = polydom.build(costs, accs.__getitem__, measured_range=(10, 100), extrapolate="raise", backend=backend,
+                           **options)
+    with pytest.raises(ValueError, match="extrapolate='raise'"):
+        strict.lookup(5.0, 1.0)
+    assert strict.lookup(10.0, 1.0).features == frozenset()
+    with pytest.raises(ValueError, match="extrapolate must be one of"):
+        polydom.build(costs, accs.__getitem__, extrapolate="sometimes", backend=backend, **options)
