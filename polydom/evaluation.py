@@ -3,9 +3,10 @@
 :func:`serve_grid` answers every (held-out item, budget) pair without recomputing features: each
 feature of each item was computed and timed once (:func:`polydom.extraction.extract_features`),
 so the *measured* extraction time of a feature set on an item is the sum of its features' times
-on that item. PolyDom picks a set by lookup; the Greedy backends walk their sequence as
-``GreedyIndex.anytime`` does at serving time, with a clock that advances by each feature's
-recorded time -- the same decisions the walk would take if the features took those times again.
+on that item. Each answer comes from the index's own ``select``, as at serving time, with a clock
+that advances by each feature's recorded time when the feature is computed -- the decisions the
+index would take if the features took those times again (PolyDom serves its lookup; Greedy
+walks its sequence and stops when the next feature no longer fits).
 
 :func:`serving_overhead` measures, per item, everything a request pays besides extraction: the
 lookup, assembling the chosen features' vector and predicting with the set's model (lean path),
@@ -57,8 +58,14 @@ class GridResult:
         return (self.measured > self.budgets[:, None]).mean(axis=1)
 
 
-def _feature_positions(clf, names) -> list[int]:
-    return [clf.feature_names_.index(n) for n in names]
+def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float):
+    """``index.select`` on one item, with a clock replaying its recorded feature times (``seconds``)."""
+    now = [0.0]
+
+    def compute(name):
+        now[0] += seconds[positions[name]]
+
+    return index.select(size, min(budget, _FLOAT_MAX), compute, clock=lambda: now[0])
 
 
 def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float]) -> GridResult:
@@ -81,7 +88,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     -------
     GridResult
     """
-    index = clf.index_
+    planner = clf.planner_
     sizes = np.asarray(sizes, dtype=np.float64)
     y = np.asarray(y)
     budgets = np.asarray(budgets, dtype=np.float64)
@@ -91,55 +98,21 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     predicted = np.zeros((k, n))
     n_features = np.zeros((k, n), dtype=np.int64)
     columns = clf.feature_columns_
+    positions = {name: j for j, name in enumerate(clf.feature_names_)}
     for b, budget in enumerate(budgets):
-        if index.backend == "polydom":
-            batch = index.lookup_many(sizes, np.full(n, budget))
-            keys = batch.keys
-            predicted[b] = batch.cost
-        else:
-            keys = np.zeros(n, dtype=np.int64)
-            for i in range(n):
-                choice = _replayed_walk(clf, i, sizes[i], budget, seconds)
-                keys[i] = choice.key
-                predicted[b, i] = index.cost_of(choice.features, sizes[i])
+        keys = np.zeros(n, dtype=np.int64)
+        for i in range(n):
+            choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget))
+            keys[i], measured[b, i] = choice.key, choice.cost
         for key in np.unique(keys):
             rows = np.flatnonzero(keys == key)
-            choice_features = index.space.frozenset(int(key))
-            names = [f for f in clf.feature_names_ if f in choice_features]
-            plan = clf._plan(_KeyedChoice(int(key), choice_features, index.models))
-            if names:
-                cols = np.concatenate([np.arange(columns[f].start, columns[f].stop) for f in names])
-                labels = plan.predictor.predict(X[np.ix_(rows, cols)])
-                measured[b, rows] = seconds[np.ix_(rows, _feature_positions(clf, names))].sum(axis=1)
-            else:
-                labels = plan.predictor.predict(np.zeros((len(rows), 0)))
-            correct[b, rows] = labels == y[rows]
-            n_features[b, rows] = len(names)
+            plan = planner.plan(int(key))
+            cols = [np.arange(columns[f].start, columns[f].stop) for f in plan.names]
+            features = X[np.ix_(rows, np.concatenate(cols))] if cols else np.zeros((len(rows), 0))
+            correct[b, rows] = plan.predictor.predict(features) == y[rows]
+            predicted[b, rows] = [plan.cost(s) for s in sizes[rows]]
+            n_features[b, rows] = len(plan.names)
     return GridResult(budgets, correct, measured, predicted, n_features)
-
-
-class _KeyedChoice:
-    """The two things ``CostSensitiveClassifier._plan`` reads from a Choice."""
-
-    __slots__ = ("key", "features", "_models")
-
-    def __init__(self, key, features, models):
-        self.key, self.features, self._models = key, features, models
-
-    @property
-    def model(self):
-        return self._models.get(self.key)
-
-
-def _replayed_walk(clf, i: int, size: float, budget: float, seconds: np.ndarray):
-    """``GreedyIndex.anytime`` on item ``i`` with a clock replaying its recorded feature times."""
-    now = [0.0]
-    positions = {n: j for j, n in enumerate(clf.feature_names_)}
-
-    def compute(name):
-        now[0] += seconds[i, positions[name]]
-
-    return clf.index_.anytime(size, min(budget, _FLOAT_MAX), compute, clock=lambda: now[0])
 
 
 def lookup_latency(index, sizes: Sequence[float], budgets: Sequence[float], repeats: int = 5) -> dict:
@@ -181,12 +154,13 @@ def serving_overhead(clf, X: np.ndarray, sizes: Sequence[int], budgets: Sequence
         ``sklearn_predict`` (medians in seconds), ``lean_share`` (fraction of sets served by the
         lean path), ``identical`` (bool).
     """
-    index = clf.index_
+    planner = clf.planner_
+    index, plan_of = planner.index, planner.plan
     columns = clf.feature_columns_
     pairs = [(i, b) for b in budgets for i in range(len(sizes))]
     # Warm the per-set plans (model load and lean compile happen once per set, not per item).
     for i, b in pairs:
-        clf._plan(index.lookup(float(sizes[i]), min(float(b), _FLOAT_MAX)))
+        plan_of(index.lookup(float(sizes[i]), min(float(b), _FLOAT_MAX)).key)
     vectors = [{f: X[i, columns[f]].copy() for f in clf.feature_names_} for i in range(len(sizes))]
     clock = time.perf_counter
     t_lookup, t_assemble, t_predict, t_total, t_sklearn = [], [], [], [], []
@@ -196,7 +170,7 @@ def serving_overhead(clf, X: np.ndarray, sizes: Sequence[int], budgets: Sequence
             size, budget = float(sizes[i]), min(float(b), _FLOAT_MAX)
             t0 = clock()
             choice = index.lookup(size, budget)
-            plan = clf._plan(choice)
+            plan = plan_of(choice.key)
             t1 = clock()
             v = vectors[i]
             x = np.concatenate([v[n] for n in plan.names]) if plan.names else np.zeros(0)

@@ -1,0 +1,243 @@
+"""The classifier's fit pipeline: extract, time, learn, build.
+
+1. **Extract** every feature of every training image once (:func:`polydom.extraction.extract_features`).
+2. **Time** the features on this machine across sizes and fit one cost curve per feature
+   (:func:`polydom.costs.measure_feature_costs`).
+3. **Learn**: the cross-validated black box over the feature matrix
+   (:class:`polydom.blackbox.FeatureSetLearner`), on folds shared by every set.
+4. **Build** the index with :func:`polydom.build`; sets already in the expansion cache are not
+   trained again.
+
+:func:`run_fit` runs the four steps on validated parameters (:class:`FitSettings`) and returns a
+:class:`FitResult`. A :class:`WarmStart` from the previous run lets steps 1 and 2 be skipped when
+their inputs did not change, so a refit with another ``alpha`` or backend only rebuilds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from polydom.backends import backend_spec
+from polydom.featurizers import Feature, default_features, item_size, resolve_features
+
+from .costs import CostFit, choose_timing_images, default_timing_sides, measure_feature_costs
+
+__all__ = ["FitSettings", "WarmStart", "FitResult", "run_fit", "expansion_cache_key", "learner_estimator",
+           "MAX_FEATURES"]
+
+#: Feature sets are bitmasks in a signed 64-bit integer when stored.
+MAX_FEATURES = 62
+
+
+def learner_estimator(estimator, random_state):
+    """The black box's learner: a clone of ``estimator`` (``None``: the paper's learner) with every
+    unset ``random_state`` -- nested ones included -- filled with ours."""
+    from sklearn.base import clone
+
+    from .blackbox import default_estimator
+
+    est = default_estimator(None) if estimator is None else clone(estimator)
+    if random_state is None:
+        return est
+    updates = {k: random_state for k, v in est.get_params(deep=True).items()
+               if (k == "random_state" or k.endswith("__random_state")) and v is None}
+    return est.set_params(**updates) if updates else est
+
+
+def _feature_list(features) -> list[Feature]:
+    resolved = default_features() if features is None else resolve_features(features)
+    if not resolved:
+        raise ValueError("features is empty: give at least one feature")
+    if len(resolved) > MAX_FEATURES:
+        raise ValueError(f"at most {MAX_FEATURES} features are supported, got {len(resolved)}")
+    return resolved
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """What the pipeline needs from the classifier's parameters, already checked.
+
+    Build one with :meth:`from_params`; the fields mirror ``CostSensitiveClassifier``'s
+    parameters, with ``features`` resolved to :class:`Feature` objects and ``estimator`` the
+    seeded clone the black box trains.
+    """
+
+    features: list
+    estimator: Any
+    alpha: float
+    e: float
+    cv: Any
+    scoring: Any
+    cost_quantile: Any
+    cost_degree: int
+    backend: str
+    lambdas: Any
+    timing_sides: Any
+    timing_repeats: int
+    timing_images: int
+    cache_dir: Any
+    n_jobs: Any
+    random_state: Any
+    progress: Any
+
+    @classmethod
+    def from_params(cls, params: dict) -> "FitSettings":
+        """Settings from ``get_params(deep=False)`` of a classifier whose parameters passed validation."""
+        names = [f for f in cls.__dataclass_fields__ if f not in ("features", "estimator")]
+        return cls(
+            features=_feature_list(params["features"]),
+            estimator=learner_estimator(params["estimator"], params["random_state"]),
+            **{name: params[name] for name in names},
+        )
+
+    def cache_path(self, part: str) -> str | None:
+        """``cache_dir/part``, or None without a cache directory."""
+        return None if self.cache_dir is None else os.path.join(os.fspath(self.cache_dir), part)
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """What a warm-started refit may reuse: the feature matrix and the cost fits, with the keys
+    of what they were computed from (images and features; timing parameters)."""
+
+    data_key: tuple
+    matrix: Any
+    timing_key: tuple
+    fits: dict
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Everything a fit produces; the classifier copies it into its fitted attributes."""
+
+    index: Any
+    classes: np.ndarray
+    features: list
+    columns: dict
+    fits: dict[str, CostFit]
+    n0: float
+    timing_sides: tuple
+    stats: dict
+    warm: WarmStart = field(repr=False)
+
+    def fitted_attributes(self) -> dict[str, Any]:
+        """The classifier's fitted attributes (``index_``, ``cost_fits_``, ``planner_`` ...), by name."""
+        from .serving import ServingPlanner
+
+        return {
+            "index_": self.index, "classes_": self.classes, "feature_names_": tuple(f.name for f in self.features),
+            "feature_columns_": self.columns, "cost_fits_": self.fits,
+            "cost_curves_": {name: fit.curve for name, fit in self.fits.items()}, "n0_": self.n0,
+            "timing_sides_": self.timing_sides, "fit_stats_": self.stats,
+            "planner_": ServingPlanner(self.index, {f.name: f for f in self.features}),
+        }
+
+
+class TrainingBar:
+    """``progress(trained)`` for :func:`polydom.build`: a tqdm bar, on a terminal unless forced."""
+
+    def __init__(self, progress, total: int):
+        self.bar = None
+        self.trained = 0
+        if progress is not False:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="training feature sets", unit="set",
+                            disable=None if progress is None else False, file=sys.stderr)
+
+    def __call__(self, trained: int) -> None:
+        self.trained = trained
+        if self.bar is not None:
+            self.bar.update(trained - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def expansion_cache_key(matrix, y, splits, estimator, scoring) -> str:
+    """What trained sets depend on: data, features' columns, folds, learner, scoring, scikit-learn."""
+    import sklearn
+
+    h = hashlib.sha256(b"polydom-expansions-v1")
+    h.update(np.ascontiguousarray(matrix.X).tobytes())
+    h.update(repr((list(matrix.columns.items()), np.asarray(y).tolist())).encode())
+    for train, test in splits:
+        h.update(np.asarray(train).tobytes())
+        h.update(np.asarray(test).tobytes())
+    h.update(repr((estimator, estimator.get_params(deep=True), scoring, sklearn.__version__)).encode())
+    return h.hexdigest()
+
+
+def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
+    """Run extract -> time -> learn -> build on validated images and labels.
+
+    ``warm`` (the previous run's :attr:`FitResult.warm`) skips extraction when the images and
+    features are unchanged, and timing when the timing parameters are unchanged too.
+    """
+    import polydom
+
+    from .blackbox import FeatureSetLearner, make_splits
+    from .extraction import extract_features, feature_fingerprint, images_fingerprint
+
+    s = settings
+    t0 = time.perf_counter()
+    sizes = np.array([item_size(im) for im in images], dtype=np.int64)
+    data_key = (images_fingerprint(images), feature_fingerprint(s.features))
+    if warm is not None and warm.data_key == data_key:
+        matrix = warm.matrix
+    else:
+        matrix = extract_features(images, s.features, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
+                                  progress=s.progress)
+
+    t1 = time.perf_counter()
+    sides = tuple(s.timing_sides) if s.timing_sides is not None else default_timing_sides(sizes)
+    timing_key = (data_key, sides, s.timing_repeats, s.timing_images, s.cost_quantile, s.cost_degree,
+                  repr(s.random_state))
+    if warm is not None and warm.timing_key == timing_key:
+        fits = warm.fits
+    else:
+        timed = [images[i] for i in choose_timing_images(images, s.timing_images, s.random_state)]
+        fits = measure_feature_costs(s.features, timed, sides, repeats=s.timing_repeats, quantile=s.cost_quantile,
+                                     degree=s.cost_degree, progress=s.progress)
+
+    t2 = time.perf_counter()
+    splits = make_splits(s.cv, y, groups, s.random_state)
+    learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring)
+    n0 = float(np.median(sizes))
+    options: dict[str, Any] = {}
+    if "n0" in backend_spec(s.backend).options:
+        options["n0"] = n0  # backends that compare costs at one size compare them at the median item
+    if s.lambdas is not None:
+        options["lambdas"] = list(s.lambdas)
+    cache = s.cache_path("expansions")
+    if cache is not None:
+        options.update(cache=cache, cache_key=expansion_cache_key(matrix, y, splits, s.estimator, s.scoring))
+    bar = TrainingBar(s.progress, 2 ** len(s.features))
+    try:
+        index = polydom.build({name: fit.curve for name, fit in fits.items()}, learner, alpha=s.alpha, e=s.e,
+                              backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
+    finally:
+        bar.close()
+    t3 = time.perf_counter()
+
+    # Sets this build used ({} included), and how many of them were trained now rather than
+    # served from the expansion cache (the recorder reports fresh trainings only).
+    expanded = len(index.trained)
+    stats = {
+        "images": len(images), "extract_seconds": t1 - t0, "features_cached": matrix.cached,
+        "timing_seconds": t2 - t1, "build_seconds": t3 - t2,
+        "expanded": expanded, "trained": bar.trained, "reused": expanded - bar.trained,
+    }
+    return FitResult(
+        index=index, classes=np.unique(y), features=list(s.features), columns=dict(matrix.columns), fits=fits,
+        n0=n0, timing_sides=tuple(int(x) for x in sides), stats=stats,
+        warm=WarmStart(data_key, matrix, timing_key, fits),
+    )

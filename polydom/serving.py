@@ -1,0 +1,217 @@
+"""Serving a fitted index: per image, choose a feature set, compute only its features, predict.
+
+:class:`ServingPlanner` holds an index and the feature objects it names. For each trained set
+it prepares a :class:`SetPlan` once -- the set's features in column order, its model, a lean
+predictor (:func:`polydom.lean.lean_model`) and its summed cost curve -- and serves images
+through the index's :meth:`~polydom.index.protocol.CostSensitiveIndex.select`, which decides
+how the features are computed: PolyDom computes the looked-up set; Greedy walks its sequence
+on the real clock. Nothing here depends on which backend the index is.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from polydom.featurizers import Feature, validate_image
+from polydom.index.costcurve import CostCurve
+
+from .lean import lean_model
+
+__all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner"]
+
+_FLOAT_MAX = sys.float_info.max
+_EMPTY = np.zeros(0)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What the classifier did for one item.
+
+    Attributes
+    ----------
+    item : int
+        Position of the image in the input.
+    size : int
+        Its item size (pixel count).
+    budget : float
+        Seconds allowed for feature extraction (``inf``: no limit).
+    features : tuple of str
+        The features computed, in the index's feature order.
+    estimated_accuracy : float
+        The cross-validated score of the model used.
+    predicted_cost : float
+        Seconds the fitted cost curves predict for those features at ``size``.
+    measured_cost : float
+        Seconds the extraction took.
+    label : object
+        The prediction.
+    """
+
+    item: int
+    size: int
+    budget: float
+    features: tuple
+    estimated_accuracy: float
+    predicted_cost: float
+    measured_cost: float
+    label: Any
+
+    @property
+    def within_budget(self) -> bool:
+        """Whether the measured extraction time stayed within the budget."""
+        return self.measured_cost <= self.budget
+
+
+class SetPlan:
+    """How to serve one trained feature set.
+
+    Attributes
+    ----------
+    key : int
+        The set's mask in the index.
+    features : tuple of Feature
+        Its features in the index's (column) order.
+    names : tuple of str
+    model : fitted classifier
+    predictor : LeanConstant, LeanLinear or SklearnPredictor
+        ``predict_one(x)`` on the concatenated feature vectors; identical labels to ``model``.
+    cost : CostCurve
+        The set's predicted cost, the sum of its features' curves.
+    """
+
+    __slots__ = ("key", "features", "names", "model", "predictor", "cost")
+
+    def __init__(self, key: int, features: tuple, model, cost):
+        self.key = key
+        self.features = features
+        self.names = tuple(f.name for f in features)
+        self.model = model
+        self.predictor = lean_model(model)
+        self.cost = cost
+
+    def __repr__(self) -> str:
+        return f"<SetPlan {list(self.names)} {self.predictor!r}>"
+
+
+@dataclass(frozen=True)
+class Served:
+    """One image served: the index's choice, the set's plan, the feature vector and the timings.
+
+    ``measured`` is the extraction time on the real clock; ``choice.accuracy`` the set's score.
+    """
+
+    choice: Any
+    plan: SetPlan
+    x: np.ndarray
+    measured: float
+    size: int
+
+    @property
+    def predicted(self) -> float:
+        """Seconds the cost curves predict for the chosen set at this size."""
+        return self.plan.cost(self.size)
+
+
+class ServingPlanner:
+    """Serve images from ``index``, preparing one :class:`SetPlan` per set on first use.
+
+    Invariant: every cached plan belongs to the model mapping the index holds now. A loaded
+    index that ``refresh()`` switched to a new version gets new models, so the cache is dropped
+    when the index's ``models`` object changes.
+
+    Parameters
+    ----------
+    index : CostSensitiveIndex
+    features : mapping of str to Feature
+        At least every feature of ``index``.
+    """
+
+    def __init__(self, index, features: Mapping[str, Feature]):
+        missing = [n for n in index.features if n not in features]
+        if missing:
+            raise ValueError(f"no Feature objects for the index's features {missing}")
+        self.index = index
+        self.features = {n: features[n] for n in index.features}
+        self._plans: dict[int, SetPlan] = {}
+        self._models = index.models
+
+    def with_costs(self, curves) -> "ServingPlanner":
+        """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
+        return type(self)(self.index.with_costs(curves), self.features)
+
+    def plan(self, key: int) -> SetPlan:
+        """The plan of the trained set with mask ``key`` (prepared once). ``O(1)`` once cached."""
+        if self._models is not self.index.models:
+            self._plans, self._models = {}, self.index.models
+        plan = self._plans.get(key)
+        if plan is None:
+            index = self.index
+            chosen = index.space.frozenset(int(key))
+            features = tuple(f for n, f in self.features.items() if n in chosen)
+            model = index.models.get(int(key))
+            if model is None:
+                raise RuntimeError(f"the index has no model for feature set {sorted(chosen)}")
+            cost = sum((c for n, c in zip(index.features, index.costs) if n in chosen), CostCurve([0.0]))
+            plan = self._plans[int(key)] = SetPlan(int(key), features, model, cost)
+        return plan
+
+    def serve(self, image, i: int, budget: float) -> Served:
+        """Choose a set for image ``i`` within ``budget`` seconds and compute its features.
+
+        Raises
+        ------
+        TypeError, ValueError
+            An invalid image, named by ``i``.
+        featurizers.FeatureError
+            A feature failed, naming it and the item.
+        """
+        array = validate_image(image, index=i)
+        size = array.shape[0] * array.shape[1]
+        computed = {}
+        features = self.features
+
+        def compute(name: str) -> None:
+            computed[name] = features[name].evaluate(array, index=i)
+
+        choice = self.index.select(size, budget if budget <= _FLOAT_MAX else _FLOAT_MAX, compute)
+        plan = self.plan(choice.key)
+        x = np.concatenate([computed[n] for n in plan.names]) if plan.names else _EMPTY
+        return Served(choice, plan, x, choice.cost if plan.names else 0.0, size)
+
+    # ------------------------------------------------------------------ many images
+
+    def predict(self, images, budgets, dtype) -> np.ndarray:
+        """Labels of ``images``, each within its budget, as an array of ``dtype``."""
+        out = np.empty(len(images), dtype=dtype)
+        for i, image in enumerate(images):
+            served = self.serve(image, i, budgets[i])
+            out[i] = served.plan.predictor.predict_one(served.x)
+        return out
+
+    def predict_proba(self, images, budgets, classes: np.ndarray) -> np.ndarray:
+        """Class probabilities (columns follow the sorted ``classes``), each image within its budget.
+
+        A set's model may have seen fewer classes than the whole training set; its columns are
+        placed by label.
+        """
+        out = np.zeros((len(images), len(classes)))
+        for i, image in enumerate(images):
+            served = self.serve(image, i, budgets[i])
+            model = served.plan.model
+            out[i, np.searchsorted(classes, model.classes_)] = model.predict_proba(served.x.reshape(1, -1))[0]
+        return out
+
+    def explain(self, images, budgets) -> list[Explanation]:
+        """One :class:`Explanation` per image: the set served, its costs and the label."""
+        out = []
+        for i, image in enumerate(images):
+            s = self.serve(image, i, budgets[i])
+            label = s.plan.predictor.predict_one(s.x)
+            out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
+                                   float(s.predicted), float(s.measured), label))
+        return out
