@@ -16,7 +16,7 @@ one ``perf_counter_ns`` pair, whose own cost is reported.
 
 Run from the project root::
 
-    PYTHONPATH=. python benchmarks/serving.py [--features 14] [--seed 2] [--out benchmarks/results/serving.md]
+    python benchmarks/serving.py [--features 14] [--seed 2] [--out benchmarks/results/serving.md]
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
-import polydom  # noqa: E402
+import polydom
 
 TARGETS = {"loaded p50": 5.0, "memory p50": 3.0, "lookup_many": 0.3}
 

@@ -66,6 +66,22 @@ def _reference_size(domain: tuple[float, float], bounds) -> float:
     return max(bounds[-1], lo + 1.0)
 
 
+def _rescore_finalists(index, index_of, trained: dict, recorder):
+    """Rescore the servable sets with the black box's second opinion until all of them are rescored.
+
+    A rescored finalist may drop and let an unrescored set onto the skyline; that one is then
+    rescored too. Every round rescores sets not rescored before, so the loop ends.
+    """
+    done = recorder.rescored_masks
+    while True:
+        todo = [m for m in index.candidates if m not in done and m]
+        if not todo:
+            return index
+        trained.update(recorder.rescore(todo))
+        done.update(todo)
+        index = index_of(trained)
+
+
 def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, unit_costs) -> dict:
     """Give every servable set a chain of trained prefixes (see :mod:`polydom.index.anytime`).
 
@@ -156,6 +172,9 @@ def build_polydom(
         )
 
     index = index_of(trained)
+    if getattr(recorder, "can_rescore", False):
+        index = _rescore_finalists(index, index_of, trained, recorder)
+        stats["rescored"] = len(recorder.rescored_masks)
     if prefix_chains:
         size = _reference_size(domain, index.bounds) if reference_size is None else float(reference_size)
         chains = train_prefix_chains(index_of, trained, lattice_cache, [c(size) for c in curves])

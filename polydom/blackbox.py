@@ -178,6 +178,9 @@ class FeatureSetLearner:
     n_jobs : int, optional
         Fits of a batch run in parallel through joblib (the caller's ``joblib.parallel_config``
         chooses the engine). Leave it ``None`` when the lattice already trains sets in parallel.
+    rescore_splits : list of (train, test) index arrays, optional
+        More folds for :meth:`rescore` (the finalists' second opinion), e.g. further repeats
+        from :func:`make_splits`. Without them :meth:`rescore` returns the cached results.
 
     Attributes
     ----------
@@ -204,6 +207,7 @@ class FeatureSetLearner:
         *,
         scoring="accuracy",
         n_jobs: int | None = None,
+        rescore_splits: Sequence[tuple[np.ndarray, np.ndarray]] = (),
     ):
         from sklearn.metrics import check_scoring
 
@@ -221,6 +225,8 @@ class FeatureSetLearner:
         self.fold_scores: dict[frozenset, np.ndarray] = {}
         self.fits = 0
         self.race = {"started": 0, "dropped": 0}
+        self.rescore_splits = list(rescore_splits)
+        self.rescored: set[frozenset] = set()
         sizes = [(len(tr), len(te)) for tr, te in self.splits]
         self._test_fraction = float(np.mean([te / (tr + te) for tr, te in sizes]))
 
@@ -236,6 +242,30 @@ class FeatureSetLearner:
         todo = [s for s in dict.fromkeys(sets) if s not in self.cache]
         if todo:
             self._train(todo)
+        return [self.cache[s] for s in sets]
+
+    def rescore(self, sets: Sequence[Iterable[str]]) -> list[Expansion]:
+        """Score sets again on :attr:`rescore_splits` with the learner each already won with.
+
+        The new fold scores join the old ones, so the mean and its standard error rest on more
+        folds. Meant for the finalists -- the sets an index can serve -- whose maximal scores
+        are the most optimistic of all (the winner's curse); each set is rescored once. The
+        model is kept: it was fitted on every row already.
+        """
+        sets = [frozenset(s) for s in sets]
+        self.many(sets)
+        todo = [s for s in dict.fromkeys(sets) if s not in self.rescored and s and self.rescore_splits]
+        if todo:
+            sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
+            chosen = {s: dict(self._candidates(s))[self.chosen[s]] for s in todo}
+            tasks = [(s, chosen[s], tr, te) for s in todo for tr, te in self.rescore_splits]
+            extra = iter(self._run(tasks, sliced))
+            for s in todo:
+                folds = np.concatenate([self.fold_scores[s], [next(extra) for _ in self.rescore_splits]])
+                old = self.cache[s]
+                self.cache[s] = Expansion(float(folds.mean()), old.model, standard_error(folds, self._test_fraction))
+                self.fold_scores[s] = folds
+                self.rescored.add(s)
         return [self.cache[s] for s in sets]
 
     def columns_of(self, features: Iterable[str]) -> np.ndarray:

@@ -100,6 +100,7 @@ class ModelRecorder:
         self.on_trained = on_trained
         self.models: dict[int, Any] = {}
         self.std_errors: dict[int, float] = {}
+        self.rescored_masks: set[int] = set()
         self.calls = 0
         self.reused = 0
 
@@ -139,6 +140,22 @@ class ModelRecorder:
                 if self.on_trained is not None:
                     self.on_trained(self.calls)
         return [out[m] for m in masks]
+
+    @property
+    def can_rescore(self) -> bool:
+        """Whether the black box offers ``rescore(sets)`` (a second, lower-variance opinion)."""
+        return callable(getattr(self.expand, "rescore", None))
+
+    def rescore(self, masks: list[int]) -> dict[int, float]:
+        """New accuracies of ``masks`` from the black box's ``rescore``; standard errors updated."""
+        sets = [self.space.frozenset(m) for m in masks]
+        out = {}
+        for m, features, result in zip(masks, sets, self.expand.rescore(sets)):
+            checked = check_expansion(result, features)
+            out[m] = checked.accuracy
+            if checked.std_error is not None:
+                self.std_errors[m] = checked.std_error
+        return out
 
     # -- internals -----------------------------------------------------------------------------
 

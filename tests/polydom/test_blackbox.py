@@ -76,3 +76,24 @@ def test_learner_lists_are_named_and_checked():
         as_learners(["not a model"])
     with pytest.raises(ValueError, match="empty"):
         as_learners([])
+
+
+def test_finalists_are_rescored_on_more_folds_before_the_sweep(digits):
+    import polydom
+
+    X, y, _ = digits
+    columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
+    splits = make_splits(3, y, random_state=0, repeats=3)
+    learner = FeatureSetLearner(X, y, columns, GaussianNB(), splits[:3], rescore_splits=splits[3:])
+    costs = {name: [1.0 + i] for i, name in enumerate(columns)}
+    index = polydom.build(costs, learner, e=0.0)
+    servable = [index.space.frozenset(m) for m in index.candidates if m]
+    assert servable and index.stats["rescored"] >= len(servable)
+    for s in servable:
+        folds = learner.fold_scores[s]
+        assert len(folds) == 9  # 3 folds, then 6 more for the finalist
+        assert index.trained[index.space.mask(s)] == pytest.approx(folds.mean())
+        assert index.std_error[index.space.mask(s)] == pytest.approx(standard_error(folds, 1 / 3))
+    # Sets that never reached the skyline keep their first score.
+    others = [s for s in learner.cache if s and s not in learner.rescored]
+    assert others and all(len(learner.fold_scores[s]) == 3 for s in others)
