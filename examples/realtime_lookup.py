@@ -49,7 +49,7 @@ class Handler:
         """Switch to the newest published version, if any (call between requests)."""
         if not self.index.refresh():
             return False
-        self.clf = polydom.CostSensitiveClassifier.load(self.index._store.path)
+        self.clf = polydom.CostSensitiveClassifier.load(self.clf.path_)  # the directory it was loaded from
         self.index = self.clf.index_
         return True
 
@@ -85,14 +85,14 @@ def main(argv=None) -> int:
     first = serve(args.requests)
     lookups = np.array([r["lookup_s"] for r in first]) * 1e6
     met = np.mean([r["total_s"] <= r["deadline_s"] for r in first])
-    print(f"version {handler.index._store.version}: {len(first)} requests, lookup p50 {np.median(lookups):.1f} us, "
+    print(f"version {handler.clf.version_}: {len(first)} requests, lookup p50 {np.median(lookups):.1f} us, "
           f"p99 {np.percentile(lookups, 99):.1f} us; {met:.0%} answered within their deadline")
 
     # A build re-measures the costs on this machine and republishes -- nothing is retrained.
     builder = polydom.CostSensitiveClassifier.load(path)
     builder.recost(images[:2], repeats=1)
     builder.save(path)
-    print(f"republished {path}; refresh() picked it up: {handler.refresh()} (now {handler.index._store.version})")
+    print(f"republished {path}; refresh() picked it up: {handler.refresh()} (now {handler.clf.version_})")
     second = serve(max(1, args.requests // 4))
     print(f"served {len(second)} more requests from the new version; e.g. {second[0]['features']} "
           f"-> category {second[0]['label']}")

@@ -30,6 +30,8 @@ import sys
 import time
 from collections.abc import Mapping
 
+from polydom.backends import backend_spec, buildable
+
 __all__ = ["configure", "run", "load_spec", "SpecError"]
 
 
@@ -42,8 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="where to publish the index (an LMDB index directory)")
     parser.add_argument("--alpha", type=float, default=1.0, help="approximation factor (default 1: exact)")
     parser.add_argument("--e", type=float, default=0.0, help="monotonicity tolerance (default 0)")
-    parser.add_argument("--backend", default="polydom", choices=["polydom", "greedy", "greedy-acc", "greedy-cost"])
-    parser.add_argument("--n0", type=float, default=None, help="expansion size for the Greedy backends")
+    parser.add_argument("--backend", default="polydom", choices=buildable(), help="index backend (default polydom)")
+    parser.add_argument("--n0", type=float, default=None, help="expansion size, for the backends that take one (Greedy)")
     parser.add_argument("--n-jobs", type=int, default=None, help="train sets in parallel (-1: all cores)")
     parser.add_argument("--time-budget", type=float, default=None,
                         help="seconds of precompute: lower alpha progressively while time remains")
@@ -189,12 +191,13 @@ def _build_black_box(obj, args, progress):
     if domain is not None:
         common["domain"] = tuple(domain)
     costs, expand = _get(obj, "costs"), _get(obj, "expand")
+    takes = backend_spec(args.backend).options
     if args.time_budget is not None:
-        if args.backend != "polydom":
-            raise SpecError("--time-budget applies to the polydom backend only")
+        if "alpha" not in takes:
+            raise SpecError(f"--time-budget lowers alpha while time remains; backend {args.backend!r} has no alpha")
         return polydom.build_progressive(costs, expand, time_budget=args.time_budget, e=args.e, **common)
     options = {}
-    if args.backend != "polydom":
+    if "n0" in takes:
         if args.n0 is None:
             raise SpecError(f"--backend {args.backend} needs --n0 (the size at which costs are compared)")
         options["n0"] = args.n0

@@ -25,7 +25,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import NamedTuple
 
 __all__ = ["main", "add_command", "add_lazy_command", "describe_index"]
@@ -97,56 +97,55 @@ _COUNT_LABELS = {
 }
 
 
-def _entry(index, mask: int, accuracy: float, size: float) -> dict:
-    names = index.space.frozenset(mask)
-    return {"features": sorted(names), "accuracy": accuracy, "key": mask, "cost": index.cost_of(names, size)}
+def _entry(index, mask: int, accuracy: float, cost: float) -> dict:
+    return {"features": sorted(index.space.frozenset(mask)), "accuracy": accuracy, "key": mask, "cost": cost}
 
 
 def describe_index(index) -> dict:
-    """What ``polydom inspect`` shows, as JSON-able data.
+    """What ``polydom inspect`` shows, as JSON-able data, from ``index.summary()``.
 
     Keys: ``path``, ``version``, ``backend``, ``domain``, ``counts``, ``features`` (name,
-    coefficients, readable cost expression), ``params``, ``stats``; for a PolyDom index also
-    ``bounds`` and ``ranges`` (per range its interval and skyline: features, accuracy, key, cost at
-    the range's start); for a Greedy index ``skyline`` (its prefix skyline, costs at ``n0``).
+    coefficients, readable cost expression), ``params``, ``stats``; for an index whose summary
+    has ``bounds`` (PolyDom) also ``bounds`` and ``ranges`` (per range its interval and skyline:
+    features, accuracy, key, cost at the range's start); for one whose summary has ``n0``
+    (Greedy) ``skyline`` (its prefix skyline, costs at ``n0``).
     """
-    store = getattr(index, "_store", None)
+    from polydom.index.store import store_of
+
+    summary = index.summary()
+    details = summary["details"]
+    store = store_of(index)
     lo, hi = index.domain
     info = {
         "path": store.path if store else None,
         "version": store.version if store else None,
-        "backend": index.backend,
+        "backend": summary["backend"],
         "domain": [lo, _jsonable_float(hi)],
-        "counts": {"features": len(index.features)},
+        "counts": {"features": len(summary["features"]), "explored": summary["trained"]},
         "features": [
             {"name": name, "coefficients": list(curve.coefficients), "cost": str(curve.expression())}
             for name, curve in zip(index.features, index.costs)
         ],
     }
     counts = info["counts"]
-    explored = getattr(index, "explored", None)
-    if explored is None:
-        explored = getattr(index, "accuracy", None)  # Greedy keeps every trained set there
-    if isinstance(explored, Mapping):
-        counts["explored"] = len(explored)
-    if hasattr(index, "skylines") and hasattr(index, "bounds"):
-        bounds, skylines = list(index.bounds), index.skylines
-        counts.update(candidates=len(index.candidates), ranges=len(bounds), skyline_entries=sum(map(len, skylines)))
+    if "bounds" in details:  # sizes split into ranges, one skyline each
+        bounds = details["bounds"]
+        counts.update(candidates=details["candidates"], ranges=details["ranges"], skyline_entries=details["entries"])
         info["bounds"] = bounds
         info["ranges"] = [
             {
-                "from": bounds[r],
+                "from": start,
                 "to": _jsonable_float(bounds[r + 1] if r + 1 < len(bounds) else hi),
-                "skyline": [_entry(index, index.candidates[c], index.candidate_accuracy[c], bounds[r]) for c in sky],
+                "skyline": [_entry(index, c.key, c.accuracy, c.cost) for c in index.skyline_at(start)],
             }
-            for r, sky in enumerate(skylines)
+            for r, start in enumerate(bounds)
         ]
-    elif hasattr(index, "skyline") and hasattr(index, "n0"):
-        counts["skyline_entries"] = len(index.skyline)
-        info["n0"] = index.n0
-        info["skyline"] = [_entry(index, e.mask, e.accuracy, index.n0) for e in index.skyline]
+    elif "n0" in details:  # one skyline, ordered by the costs at n0
+        counts["skyline_entries"] = details["entries"]
+        info["n0"] = details["n0"]
+        info["skyline"] = [_entry(index, e.mask, e.accuracy, e.cost) for e in index.skyline]
     counts["models"] = len(index.models)
-    info["params"], info["stats"] = index.params, index.stats
+    info["params"], info["stats"] = summary["params"], summary["stats"]
     return info
 
 
@@ -211,6 +210,7 @@ def _configure_lookup(parser: argparse.ArgumentParser) -> None:
 
 def _run_lookup(args: argparse.Namespace) -> int:
     import polydom
+    from polydom.index.store import store_of
 
     index = polydom.load(args.path)
     choice = index.lookup(args.size, args.budget)
@@ -219,7 +219,7 @@ def _run_lookup(args: argparse.Namespace) -> int:
         print(json.dumps({
             "features": sorted(choice.features), "accuracy": choice.accuracy, "cost": choice.cost,
             "key": choice.key, "model": has_model, "size": args.size, "budget": args.budget,
-            "version": index._store.version,
+            "version": store_of(index).version,
         }))
     else:
         rows = [

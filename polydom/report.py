@@ -40,10 +40,11 @@ def _img(path: str, alt: str) -> str:
 
 
 def _index_counts(index) -> dict:
-    if index.backend == "polydom":
-        return {"entries": sum(len(s) for s in index.skylines), "ranges": len(index.bounds),
-                "candidates": len(index.candidates), "models": len(index.models)}
-    return {"entries": len(index.skyline), "ranges": 1, "candidates": index.stats.get("sequences", "-"),
+    """Skyline entries, size ranges, candidates (or Greedy's distinct sequences) and models."""
+    summary = index.summary()
+    details = summary["details"]
+    return {"entries": details.get("entries", "-"), "ranges": details.get("ranges", 1),
+            "candidates": details.get("candidates", summary["stats"].get("sequences", "-")),
             "models": len(index.models)}
 
 
@@ -111,7 +112,7 @@ def write_report(path, r: dict) -> str:
         "size, over all budgets. Each feature of each held-out image was computed once, sequentially, and "
         "timed; a set's measured time on an image is the sum of its features' times there. PolyDom picks its "
         "set from the fitted (0.95-quantile) curves; the Greedy backends walk their sequence as "
-        "`GreedyIndex.anytime` does, with a clock replaying those measured times, so a feature is started "
+        "their `select` does at serving time, with a clock replaying those measured times, so a feature is started "
         f"only while the time already spent plus its predicted cost fits. {_img(r['figures']['violations_by_size'], 'violations')}\n")
     rows = []
     for n in names:
