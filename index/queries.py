@@ -34,7 +34,7 @@ def bad_query(size, budget, domain) -> Exception:
     for name, value in values.items():
         if math.isnan(value):
             return ValueError(f"{name} is NaN")
-        if math.isinf(value):
+        if math.isinf(value) and (name == "size" or value < 0):
             return ValueError(f"{name} must be finite, got {value!r}")
         if value < 0:
             return ValueError(f"{name} must be >= 0, got {value!r}")
@@ -47,7 +47,8 @@ def check_query(size, budget, domain) -> tuple[float, float]:
     lo, hi = domain
     if type(size) in _PLAIN and type(budget) in _PLAIN:
         try:
-            if lo <= size <= hi and size < math.inf and 0.0 <= budget < math.inf:
+            # An infinite budget is a valid question: the most accurate set, whatever it costs.
+            if lo <= size <= hi and size < math.inf and 0.0 <= budget <= math.inf:
                 return float(size), float(budget)
         except OverflowError:
             pass
@@ -80,8 +81,9 @@ def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
     for name, arr in (("size", n), ("budget", c)):
         if np.isnan(arr).any():
             raise ValueError(f"{name} is NaN at position {int(np.flatnonzero(np.isnan(arr))[0])}")
-        if np.isinf(arr).any():
-            raise ValueError(f"{name} must be finite; infinite at position {int(np.flatnonzero(np.isinf(arr))[0])}")
+        bad = np.isinf(arr) if name == "size" else np.isneginf(arr)
+        if bad.any():
+            raise ValueError(f"{name} must be finite; infinite at position {int(np.flatnonzero(bad)[0])}")
         if (arr < 0).any():
             i = int(np.flatnonzero(arr < 0)[0])
             raise ValueError(f"{name} must be >= 0, got {arr[i]!r} at position {i}")

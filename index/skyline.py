@@ -297,14 +297,14 @@ class PolyDomIndex(CostSensitiveIndex):
 
     def _batch_arrays(self):
         """Flat per-coefficient columns for :meth:`lookup_many`, each range padded to a power of
-        two with infinite costs, so that a fixed number of vectorised halving steps finds the
+        two with NaN costs, so that a fixed number of vectorised halving steps finds the
         answer without per-query loop bounds."""
         R = len(self.skylines)
         longest = max((len(s) for s in self.skylines), default=1)
         P = 1 << max(0, (longest - 1).bit_length())
         W = self.candidate_coefficients.shape[1]
         cols = np.zeros((W, R * P))
-        cols[0, :] = np.inf
+        cols[0, :] = np.nan  # padding: NaN never compares <= a budget, not even an infinite one
         cand = np.zeros(R * P, dtype=np.int64)
         served = np.arange(R * P, dtype=np.int64)
         for r, sky in enumerate(self.skylines):
@@ -339,7 +339,7 @@ class PolyDomIndex(CostSensitiveIndex):
         if type(size) not in _PLAIN or type(budget) not in _PLAIN:
             size, budget = check_query(size, budget, self.domain)  # numpy scalars and the like
         try:
-            ok = lo <= size <= size_max and 0.0 <= budget <= _FLOAT_MAX
+            ok = lo <= size <= size_max and 0.0 <= budget  # NaN fails; an infinite budget is fine
         except OverflowError:
             ok = False
         if not ok:

@@ -85,7 +85,7 @@ def test_unknown_option_is_rejected():
 @pytest.mark.parametrize(
     "size, budget, error, match",
     [(1.0, math.nan, ValueError, "NaN"), (math.nan, 1.0, ValueError, "NaN"), (1.0, -1.0, ValueError, ">= 0"),
-     (1.0, math.inf, ValueError, "finite"), (600.0, 1.0, ValueError, "outside"), ("1", 1.0, TypeError, "real")],
+     (1.0, -math.inf, ValueError, "finite"), (600.0, 1.0, ValueError, "outside"), ("1", 1.0, TypeError, "real")],
 )
 def test_bad_queries(size, budget, error, match):
     index = _build(backend="greedy", domain=(0.0, 500.0))

@@ -498,7 +498,7 @@ def test_saving_where_nothing_can_be_written(built, tmp_path):
 
 def test_bad_queries_on_a_loaded_index(saved):
     loaded = polydom.load(saved)
-    for size, budget in [(float("nan"), 1.0), (1.0, float("nan")), (-1.0, 1.0), (1.0, -1.0), (float("inf"), 1.0), (1.0, float("inf"))]:
+    for size, budget in [(float("nan"), 1.0), (1.0, float("nan")), (-1.0, 1.0), (1.0, -1.0), (float("inf"), 1.0), (1.0, float("-inf"))]:
         with pytest.raises(ValueError):
             loaded.lookup(size, budget)
         with pytest.raises(ValueError):

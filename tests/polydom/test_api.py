@@ -85,7 +85,7 @@ def test_stats_keys(fig3):
     (float("nan"), 1.0, ValueError, "size is NaN"),
     (1.0, float("nan"), ValueError, "budget is NaN"),
     (math.inf, 1.0, ValueError, "size must be finite"),
-    (1.0, math.inf, ValueError, "budget must be finite"),
+    (1.0, -math.inf, ValueError, "budget must be finite"),
     (-1.0, 1.0, ValueError, "size must be >= 0"),
     (1.0, -0.5, ValueError, "budget must be >= 0"),
     ("3", 1.0, TypeError, "size must be a real number"),
@@ -94,6 +94,16 @@ def test_stats_keys(fig3):
 def test_bad_queries(fig3, size, budget, exc, words):
     with pytest.raises(exc, match=words):
         fig3.lookup(size, budget)
+
+
+@pytest.mark.parametrize("backend, options", [("polydom", {}), ("greedy", {"n0": 10.0})])
+def test_an_infinite_budget_gets_the_most_accurate_set(backend, options):
+    index = polydom.build(FIG3_COSTS, fig3_expand, backend=backend, **options)
+    best = index.lookup(10.0, 1e300)
+    assert index.lookup(10.0, math.inf) == best
+    assert index.lookup_many([10.0, 20.0], [math.inf, math.inf])[0] == best
+    with pytest.raises(ValueError, match="budget must be finite; infinite at position 1"):
+        index.lookup_many([10.0, 20.0], [1.0, -math.inf])
 
 
 def test_size_outside_domain_is_not_clamped():
