@@ -183,6 +183,14 @@ class GreedyIndex(CostSensitiveIndex):
         features, accuracy, key = seq_prefix[sid][length]
         return Choice(features, accuracy, spent, key, models)
 
+    def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
+        """Every prefix of every sequence at ``size`` as ``(masks, costs, accuracies)``, cost ascending."""
+        size = check_query(size, 0.0, self.domain)[0]
+        masks = sorted({m for s in dict.fromkeys(self.sequences) for m in prefix_masks(s)})
+        costs = [self.cost_of(self.space.frozenset(m), size) for m in masks]
+        order = sorted(range(len(masks)), key=lambda i: (costs[i], -self.accuracy[masks[i]], masks[i]))
+        return [masks[i] for i in order], [costs[i] for i in order], [self.accuracy[masks[i]] for i in order]
+
     @property
     def trained(self) -> Mapping[int, float]:
         """Every set Greedy's expansion trained (mask -> accuracy); also ``accuracy``."""

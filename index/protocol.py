@@ -94,6 +94,11 @@ class CostSensitiveIndex(StoredIndex, ABC):
                 compute(name)
         return choice.with_cost(clock() - start)
 
+    @abstractmethod
+    def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
+        """Every set this index can serve at ``size``: ``(masks, costs at size, accuracies)``,
+        cost ascending. Planners over many items (a shared budget) choose among these."""
+
     # ------------------------------------------------------------------ costs
 
     def measured_range(self) -> tuple[float, float]:
@@ -128,7 +133,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
     def cost_of(self, features, size: float) -> float:
         """Predicted cost of a feature set (names) at ``size``: the sum of its features' curves."""
         row = set_cost_matrix(self.costs, [self.space.mask(features)])[0]
-        return horner_scalar(row.tolist(), float(size))
+        return horner_scalar(row.tolist()[::-1], float(size))
 
     @abstractmethod
     def with_costs(self, costs: Mapping[str, Any] | Sequence[CostCurve]) -> "CostSensitiveIndex":

@@ -214,6 +214,12 @@ class PolyDomIndex(CostSensitiveIndex):
         mask, elapsed, _ = serve_anytime(self, float(size), float(budget), compute, clock)
         return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models)
 
+    def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
+        """The skyline valid at ``size`` as ``(masks, costs, accuracies)``, cost ascending."""
+        ids = self.skyline_ids_at(check_query(size, 0.0, self.domain)[0])
+        costs = [horner_scalar(row[::-1], size) for row in self.candidate_coefficients[ids].tolist()]
+        return [self.candidates[c] for c in ids], costs, [self.candidate_accuracy[c] for c in ids]
+
     def skyline_ids_at(self, size: float) -> list[int]:
         """Candidate ids of the skyline valid at ``size``, cost ascending."""
         return self.skylines[bisect_right(self.bounds, size) - 1]

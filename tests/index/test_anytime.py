@@ -142,3 +142,17 @@ def test_lookups_outside_the_measured_sizes_follow_the_policy(backend):
     assert strict.lookup(10.0, 1.0).features == frozenset()
     with pytest.raises(ValueError, match="extrapolate must be one of"):
         polydom.build(costs, accs.__getitem__, extrapolate="sometimes", backend=backend, **options)
+
+
+@pytest.mark.parametrize("backend, options", [("polydom", {}), ("greedy", {"n0": 10.0})])
+def test_cost_of_and_options_agree_with_the_curves(backend, options):
+    inst = polydom.make_synthetic(5, k=None, seed=1)
+    index = polydom.build(inst.costs, inst.expand, backend=backend, **options)
+    for size in (0.0, 3.0, 10.0, 250.0):
+        masks, costs, accuracies = index.options_at(size)
+        assert costs == sorted(costs) and masks[0] == 0 and costs[0] == 0.0
+        for m, c, a in zip(masks, costs, accuracies):
+            names = index.space.frozenset(m)
+            by_hand = sum(polydom.CostCurve(inst.costs[n])(size) for n in names)
+            assert index.cost_of(names, size) == pytest.approx(by_hand, rel=1e-12)
+            assert c == pytest.approx(by_hand, rel=1e-12) and a == index.trained[m]
