@@ -14,22 +14,18 @@ import argparse
 import os
 import sys
 
+from .text import comma_separated_ints
+
 __all__ = ["configure", "run", "read_images"]
 
 _EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(t) for t in text.split(",") if t.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a classifier saved with CostSensitiveClassifier.save (or polydom demo's OUT/index)")
     parser.add_argument("--images", default=None, metavar="DIR", help="time the features on the images in DIR")
-    parser.add_argument("--sides", type=_ints, default=None, help="square sides to time at (default: those of the fit)")
+    parser.add_argument("--sides", type=comma_separated_ints, default=None,
+                        help="square sides to time at (default: those of the fit)")
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per feature, image and side")
     parser.add_argument("--out", default=None, help="publish here instead of back to PATH")
 
@@ -53,7 +49,7 @@ def read_images(directory) -> list:
 def run(args: argparse.Namespace) -> int:
     from polydom.featurizers.datasets import load_digits_images
 
-    from .estimator import CostSensitiveClassifier
+    from polydom.estimator import CostSensitiveClassifier
 
     clf = CostSensitiveClassifier.load(args.path)
     clf.set_params(progress=None)

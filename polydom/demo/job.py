@@ -1,36 +1,22 @@
-"""``polydom demo``: the main job, end to end, on real images that ship with the dependencies.
+"""The demo's job: load the images, fit every backend, serve the held-out images, write the report.
 
-1. **Data.** scikit-learn's bundled handwritten digits, each rendered at four square sizes
-   (16, 32, 48 and 64 pixels a side by default), split into training and held-out *pictures*
-   (all renderings of a picture fall on one side).
-2. **Precompute.** A :class:`~polydom.CostSensitiveClassifier` times every feature on this
-   machine across six sizes, fits one cost polynomial per feature, trains and cross-validates
-   one model per explored feature set (the paper's learner) and builds the index -- for PolyDom
-   at alpha 1 and 1.2 and for Greedy, GreedyAcc and GreedyCost, sharing trained sets through an
-   expansion cache. The PolyDom (alpha 1) classifier is saved as an LMDB index and loaded back.
-3. **Serving.** Every held-out image is served at every budget by every backend; accuracy,
-   budget violations (measured extraction time above the budget) per size, expansions, index
-   sizes, lookup and per-item latencies go to ``OUT/report.md`` with PNG plots.
-
-Features and trained sets are cached under ``OUT/cache`` (keyed by fingerprints of the data,
-the feature definitions, the learner and the machine), so a second run skips the extraction
-and the training.
+:func:`run_demo` is what ``polydom demo`` runs (see :mod:`polydom.demo` for the steps); the
+command's options live in :mod:`polydom.cli.demo`.
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["configure", "run", "run_demo", "DEFAULT_FEATURES", "DEFAULT_BUDGETS"]
+__all__ = ["run_demo", "DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "TIMING_SIDES", "FASHION_SIDES",
+           "FASHION_TIMING_SIDES", "DEFAULT_BUDGETS", "BACKENDS", "PRIMARY"]
 
 #: The demo's feature lattice: the built-in features minus ``size_meta`` (all classes share the
 #: same sizes, so it is chance-level) and ``glcm`` (the weakest of the rest); 2^8 sets keep the
@@ -55,68 +41,6 @@ PRIMARY = "PolyDom α=1"
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(t) for t in text.split(",") if t.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default="demo-out", help="output directory (default: demo-out)")
-    parser.add_argument("--per-class", type=int, default=None, metavar="N",
-                        help="digits per class (each rendered at every size; default 26, 4 with --quick)")
-    parser.add_argument("--features", default=None,
-                        help="comma-separated feature names, or 'all' for every built-in feature "
-                             f"(default: {','.join(DEFAULT_FEATURES)})")
-    parser.add_argument("--sides", type=_ints, default=DEFAULT_SIDES, help="image sides (default 16,32,48,64)")
-    parser.add_argument("--cv", type=int, default=3, help="cross-validation folds (default 3)")
-    parser.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default -1: all cores)")
-    parser.add_argument("--cache", default=None, help="cache directory (default OUT/cache)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="compute everything afresh and keep nothing (a scratch cache lives for the run)")
-    parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits",
-                        help="digits (bundled with scikit-learn; default) or Fashion-MNIST from Debian's "
-                             "dataset-fashion-mnist package, rendered at 28, 56, 84 and 112 pixels (slower)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run (4 features, few images) for smoke tests")
-
-
-def run(args: argparse.Namespace) -> int:
-    from polydom.featurizers import REGISTRY
-
-    if args.quick:
-        features, per_class, timing = QUICK_FEATURES, 4, (16, 24, 32, 48, 64)
-    else:
-        features, per_class, timing = DEFAULT_FEATURES, 26, TIMING_SIDES
-    if args.features == "all":
-        features = tuple(REGISTRY)
-    elif args.features:
-        features = tuple(f.strip() for f in args.features.split(",") if f.strip())
-    if args.per_class is not None:
-        per_class = args.per_class
-    if per_class < 2:
-        raise ValueError(f"--per-class must be >= 2, got {per_class}")
-    sides = args.sides
-    if args.dataset == "fashion-mnist":
-        from polydom.featurizers.datasets import fashion_mnist_available
-
-        if not fashion_mnist_available():
-            raise ValueError("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist); "
-                             "use --dataset digits")
-        if sides == DEFAULT_SIDES:
-            sides = FASHION_SIDES
-        if timing == TIMING_SIDES:
-            timing = FASHION_TIMING_SIDES
-    with tempfile.TemporaryDirectory(prefix="polydom-demo-") as scratch:
-        # Without a cache, trained sets are still shared between the backends within this run.
-        cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
-        result = run_demo(args.out, features=features, per_class=per_class, sides=sides, cv=args.cv,
-                          dataset=args.dataset, n_jobs=args.n_jobs, cache_dir=cache, timing_sides=timing,
-                          timing_images=3 if args.quick else 8, real_items=8 if args.quick else 40)
-    _log(f"report written to {result['report']} ({result['wall_seconds']:.0f} s)")
-    return 0
 
 
 def _split(labels: np.ndarray, n_sides: int, test_fraction: float, random_state: int):
@@ -197,7 +121,7 @@ def run_demo(
 
     from . import plots, report
     from .evaluation import lookup_latency, serve_grid, serving_overhead
-    from .extraction import extract_features
+    from polydom.extraction import extract_features
 
     started = time.perf_counter()
     stages: dict[str, float] = {}

@@ -1,0 +1,110 @@
+"""The ``polydom`` command line: a table of commands, each in a module of this package.
+
+Usage::
+
+    polydom inspect PATH [--json] [--ranges N]        (polydom.cli.inspect)
+    polydom lookup PATH --size N --budget C [--json]  (polydom.cli.lookup)
+    polydom build SPEC --out PATH ...                 (polydom.cli.build)
+    polydom recost PATH ...                           (polydom.cli.recost)
+    polydom demo --out DIR ...                        (polydom.cli.demo)
+
+A command is a name, a one-line help, ``configure(parser)`` declaring its arguments and
+``run(args) -> int``. Register one with :func:`add_command`, or with :func:`add_lazy_command`
+naming a module that defines ``configure`` and ``run`` -- that module is imported only when its
+command runs, so ``polydom lookup`` never pays for what another command imports::
+
+    add_lazy_command("recost", "re-measure feature costs and republish", "polydom.cli.recost")
+
+Errors a user can cause (a bad path, a damaged index, a bad number) exit with status 1 and one
+line on stderr; usage errors exit with status 2, also on one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import NamedTuple
+
+__all__ = ["main", "add_command", "add_lazy_command"]
+
+
+class _Command(NamedTuple):
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None] | None
+    run: Callable[[argparse.Namespace], int] | None
+    module: str | None
+
+
+_COMMANDS: dict[str, _Command] = {}
+
+
+def add_command(name: str, help: str, configure: Callable, run: Callable) -> None:
+    """Register subcommand ``name``: ``configure(parser)`` adds its arguments, ``run(args)`` returns the exit status."""
+    _COMMANDS[name] = _Command(help, configure, run, None)
+
+
+def add_lazy_command(name: str, help: str, module: str) -> None:
+    """Register subcommand ``name`` implemented by ``module.configure`` and ``module.run``, imported on use."""
+    _COMMANDS[name] = _Command(help, None, None, module)
+
+
+def _resolve(command: _Command) -> tuple[Callable, Callable]:
+    if command.module is None:
+        return command.configure, command.run
+    module = importlib.import_module(command.module)
+    return module.configure, module.run
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+add_lazy_command("inspect", "features, cost curves, counts, bounds and the skyline of each range", "polydom.cli.inspect")
+add_lazy_command("lookup", "the most accurate feature set within a budget at a size", "polydom.cli.lookup")
+add_lazy_command("build", "precompute an index from a build script (SPEC) and publish it", "polydom.cli.build")
+add_lazy_command("demo", "the main job on embedded real images: precompute, serve, write a report", "polydom.cli.demo")
+add_lazy_command("recost", "re-measure a saved classifier's feature costs here and republish it, training nothing",
+                 "polydom.cli.recost")
+
+
+# ----------------------------------------------------------------------------------------- main
+
+
+def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
+    from polydom import __version__
+
+    parser = _Parser(prog="polydom", description="Cost-sensitive prediction indexes: inspect and query them.")
+    parser.add_argument("--version", action="version", version=f"polydom {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, command in _COMMANDS.items():
+        p = sub.add_parser(name, help=command.help, description=command.help)
+        if name == chosen:  # only the command that runs is configured (and, if lazy, imported)
+            try:
+                configure, run = _resolve(command)
+            except ImportError as exc:
+                parser.error(f"the {name} command is unavailable: {exc}")
+            configure(p)
+            p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``polydom`` command line; returns the exit status."""
+    from polydom.index.store import StoreError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    args = _build_parser(chosen if chosen in _COMMANDS else None).parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except BrokenPipeError:  # `polydom inspect PATH | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (StoreError, ValueError, TypeError, OSError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"polydom {args.command}: error: {message}", file=sys.stderr)
+        return 1

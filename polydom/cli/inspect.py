@@ -1,0 +1,121 @@
+"""``polydom inspect PATH``: features, cost curves, counts and the skylines of a saved index.
+
+Everything shown comes from the index's ``summary()``; the skylines are listed per range of sizes
+for an index whose summary has ``bounds`` (PolyDom), or once at ``n0`` (Greedy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .text import interval, jsonable_float, names, number, table
+
+__all__ = ["configure", "run", "describe_index"]
+
+_COUNT_LABELS = {
+    "features": "features", "explored": "explored sets", "candidates": "candidates", "ranges": "ranges",
+    "skyline_entries": "skyline entries", "models": "models",
+}
+
+
+def _entry(index, mask: int, accuracy: float, cost: float) -> dict:
+    return {"features": sorted(index.space.frozenset(mask)), "accuracy": accuracy, "key": mask, "cost": cost}
+
+
+def describe_index(index) -> dict:
+    """What ``polydom inspect`` shows, as JSON-able data, from ``index.summary()``.
+
+    Keys: ``path``, ``version``, ``backend``, ``domain``, ``counts``, ``features`` (name,
+    coefficients, readable cost expression), ``params``, ``stats``; for an index whose summary
+    has ``bounds`` (PolyDom) also ``bounds`` and ``ranges`` (per range its interval and skyline:
+    features, accuracy, key, cost at the range's start); for one whose summary has ``n0``
+    (Greedy) ``skyline`` (its prefix skyline, costs at ``n0``).
+    """
+    from polydom.index.store import store_of
+
+    summary = index.summary()
+    details = summary["details"]
+    store = store_of(index)
+    lo, hi = index.domain
+    info = {
+        "path": store.path if store else None,
+        "version": store.version if store else None,
+        "backend": summary["backend"],
+        "domain": [lo, jsonable_float(hi)],
+        "counts": {"features": len(summary["features"]), "explored": summary["trained"]},
+        "features": [
+            {"name": name, "coefficients": list(curve.coefficients), "cost": str(curve.expression())}
+            for name, curve in zip(index.features, index.costs)
+        ],
+    }
+    counts = info["counts"]
+    if "bounds" in details:  # sizes split into ranges, one skyline each
+        bounds = details["bounds"]
+        counts.update(candidates=details["candidates"], ranges=details["ranges"], skyline_entries=details["entries"])
+        info["bounds"] = bounds
+        info["ranges"] = [
+            {
+                "from": start,
+                "to": jsonable_float(bounds[r + 1] if r + 1 < len(bounds) else hi),
+                "skyline": [_entry(index, c.key, c.accuracy, c.cost) for c in index.skyline_at(start)],
+            }
+            for r, start in enumerate(bounds)
+        ]
+    elif "n0" in details:  # one skyline, ordered by the costs at n0
+        counts["skyline_entries"] = details["entries"]
+        info["n0"] = details["n0"]
+        info["skyline"] = [_entry(index, e.mask, e.accuracy, e.cost) for e in index.skyline]
+    counts["models"] = len(index.models)
+    info["params"], info["stats"] = summary["params"], summary["stats"]
+    return info
+
+
+def _format_inspect(info: dict, max_ranges: int | None) -> str:
+    lo, hi = info["domain"]
+    counts = ", ".join(f"{n} {_COUNT_LABELS.get(k, k)}" for k, n in info["counts"].items())
+    out = [
+        f"polydom index  {info['path']}  (version {info['version']}, backend {info['backend']})",
+        f"domain         {interval(lo, float(hi), last=True)}",
+        f"counts         {counts}",
+        "",
+        "features",
+        table(["name", "cost (seconds at size n)"], [[f["name"], f["cost"]] for f in info["features"]]),
+    ]
+
+    def skylinetable(entries, size) -> str:
+        rows = [[str(i), number(e["accuracy"]), number(e["cost"]), names(e["features"])] for i, e in enumerate(entries)]
+        return table(["#", "accuracy", f"cost@{number(size)}", "features"], rows, indent="    ")
+
+    if "ranges" in info:
+        out += ["", "bounds (range starts)", "  " + ", ".join(number(b) for b in info["bounds"])]
+        ranges = info["ranges"]
+        shown = ranges if max_ranges is None else ranges[:max_ranges]
+        for r, rng in enumerate(shown):
+            out += ["", f"range {r}: {interval(rng['from'], float(rng['to']), r == len(ranges) - 1)}"]
+            out.append(skylinetable(rng["skyline"], rng["from"]))
+        if len(shown) < len(ranges):
+            out += ["", f"... {len(ranges) - len(shown)} more ranges (--ranges to show more)"]
+    elif "skyline" in info:
+        out += ["", f"skyline (costs at n0 = {number(info['n0'])}; one range)", skylinetable(info["skyline"], info["n0"])]
+    return "\n".join(out)
+
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="index directory (written by index.save)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--ranges", type=int, default=None, metavar="N", help="show the skylines of the first N ranges only")
+
+
+def run(args: argparse.Namespace) -> int:
+    import polydom
+
+    if args.ranges is not None and args.ranges < 0:
+        raise ValueError(f"--ranges must be >= 0, got {args.ranges}")
+    info = describe_index(polydom.load(args.path))
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(_format_inspect(info, args.ranges))
+    return 0
