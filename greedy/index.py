@@ -13,7 +13,6 @@ Invariants (checked by :meth:`GreedyIndex.check_invariants`):
 
 from __future__ import annotations
 
-import math
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
-from polydom.index.base import jsonable
 from polydom.index.protocol import CostSensitiveIndex
 from polydom.lattice import FeatureSpace
 
@@ -294,15 +292,8 @@ class GreedyIndex(CostSensitiveIndex):
         rows of ``len(features)`` concatenated), ``trained_masks`` / ``trained_accuracy``. The
         skyline is derived from these and ``n0``, so it is not stored.
         """
-        meta = {
-            "backend": self.backend,
-            "features": list(self.space.names),
-            "costs": [list(c.coefficients) for c in self.costs],
-            "domain": [self.domain[0], self.domain[1] if math.isfinite(self.domain[1]) else "inf"],
-            "n0": self.n0,
-            "params": jsonable(self.params),
-            "stats": jsonable(self.stats),
-        }
+        meta = self.state_header()
+        meta["n0"] = self.n0
         arrays = {
             "lambdas": np.array(self.lambdas, dtype=np.float64),
             "sequences": np.array([f for s in self.sequences for f in s], dtype=np.int64),

@@ -83,6 +83,8 @@ def serve_anytime(
     budget: float,
     compute: Callable[[str], object],
     clock: Callable[[], float],
+    *,
+    stop_when_confident: bool = False,
 ):
     """Serve ``(size, budget)`` on ``clock``; see the module docstring for the rules.
 
@@ -91,16 +93,22 @@ def serve_anytime(
     index : PolyDomIndex
         With ``chains`` for its candidates.
     compute : callable
-        ``compute(name)``, called at most once per feature.
+        ``compute(name)``, called at most once per feature; with ``stop_when_confident`` it must
+        return the feature's 1-D vector (the prefix models read them, concatenated in feature
+        order).
     clock : callable
         Read once before the first feature and once after each.
+    stop_when_confident : bool, default False
+        After each completed prefix of the target's chain, ask that prefix's model and stop when
+        its confidence in the predicted class clears the cascade threshold
+        (:class:`~polydom.index.cascade.Cascades`).
 
     Returns
     -------
     (mask, elapsed, steps)
         The set served (a trained set whose features were all computed), the measured time, and
-        what happened, as ``("compute", name)``, ``("upgrade", mask)`` and ``("stop", name)``
-        events in order.
+        what happened, as ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` and
+        ``("confident", mask)`` events in order.
     """
     start = clock()
     target = index.lookup(size, budget).key
@@ -111,6 +119,7 @@ def serve_anytime(
     elapsed = 0.0
     steps: list[tuple[str, object]] = []
     served = 0  # the best fully computed trained set so far
+    values: dict[int, object] = {}
     while True:
         order = index.chains.get(target) or _subset_order(target)
         pending = [i for i in order if not computed >> i & 1]
@@ -121,11 +130,17 @@ def serve_anytime(
         if elapsed + feature_cost[nxt] > limit:
             steps.append(("stop", names[nxt]))
             break
-        compute(names[nxt])
+        values[nxt] = compute(names[nxt])
         computed |= 1 << nxt
         elapsed = clock() - start
         steps.append(("compute", names[nxt]))
         served = _best_computed(index, computed, served)
+        if stop_when_confident:
+            prefix = _confident_prefix(index, target, order, computed, values)
+            if prefix is not None:
+                served = prefix
+                steps.append(("confident", prefix))
+                break
         better = _upgrade(index, size, target, computed, feature_cost, limit - elapsed)
         if better is not None:
             target = better
@@ -135,6 +150,23 @@ def serve_anytime(
 
 #: The lookup's relative budget slack, so that a clock matching the curves serves what it does.
 _SLACK = 1.0 + 1e-12
+
+
+def _confident_prefix(index, target: int, order, computed: int, values) -> int | None:
+    """The target chain's newest complete prefix, if its model is confident enough to stop."""
+    done = 0
+    while done < len(order) and computed >> order[done] & 1:
+        done += 1
+    if done == 0 or done == len(order) or order[done - 1] not in values:
+        return None  # nothing new completed, or the whole set is computed anyway
+    prefix = chain_prefixes(order)[done]
+    model = index.models.get(prefix)
+    if model is None:
+        return None
+    import numpy as np
+
+    x = np.concatenate([np.ravel(values[i]) for i in sorted(order[:done])])
+    return prefix if index.cascades.confident(target, done - 1, model, x) else None
 
 
 def _subset_order(mask: int) -> tuple[int, ...]:

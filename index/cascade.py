@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CascadeFit", "check_thresholds", "fit_thresholds", "fit_to_target", "replay"]
+__all__ = ["CascadeFit", "Cascades", "check_thresholds", "fit_thresholds", "fit_to_target", "replay"]
 
 
 @dataclass(frozen=True)
@@ -73,22 +73,34 @@ def replay(thresholds, proba: Sequence[np.ndarray], costs: np.ndarray, y: np.nda
     -------
     (accuracy, mean_cost, stops)
     """
-    thresholds = np.asarray(thresholds, dtype=float)
-    n = len(y)
-    stops = np.full(n, len(proba) - 1)
-    open_ = np.ones(n, dtype=bool)
-    for stage, p in enumerate(proba[:-1]):
-        pred = p.argmax(axis=1)
-        sure = p[np.arange(n), pred] >= thresholds[stage, pred]
-        now = open_ & sure
-        stops[now] = stage
-        open_ &= ~sure
-    final = np.stack([p.argmax(axis=1) for p in proba], axis=1)[np.arange(n), stops]
-    return float(np.mean(final == y)), float(np.mean(costs[np.arange(n), stops])), stops
+    return _replay(np.asarray(thresholds, dtype=float), _Recorded(proba, costs, y))
+
+
+class _Recorded:
+    """Per stage: predictions, their confidences and correctness; computed once per fit."""
+
+    def __init__(self, proba, costs, y):
+        n = len(y)
+        self.rows = np.arange(n)
+        self.pred = np.stack([p.argmax(axis=1) for p in proba])
+        self.conf = np.stack([p[self.rows, pred] for p, pred in zip(proba, self.pred)])
+        self.correct = (self.pred == np.asarray(y)[None, :]).astype(float)
+        self.costs = np.asarray(costs, dtype=float)
+
+
+def _replay(thresholds: np.ndarray, rec: _Recorded):
+    k, n = rec.pred.shape
+    stops = np.full(n, k - 1)
+    undecided = np.ones(n, dtype=bool)
+    for stage in range(k - 1):
+        sure = rec.conf[stage] >= thresholds[stage, rec.pred[stage]]
+        stops[undecided & sure] = stage
+        undecided &= ~sure
+    return float(rec.correct[stops, rec.rows].mean()), float(rec.costs[rec.rows, stops].mean()), stops
 
 
 def fit_thresholds(
-    proba: Sequence[np.ndarray], costs: np.ndarray, y: np.ndarray, price: float, *, sweeps: int = 3, grid: int = 32,
+    proba: Sequence[np.ndarray], costs: np.ndarray, y: np.ndarray, price: float, *, sweeps: int = 2, grid: int = 16,
 ):
     """Thresholds maximising ``accuracy - price * mean_cost`` on the given out-of-fold data.
 
@@ -105,19 +117,18 @@ def fit_thresholds(
     k, classes = len(proba), proba[0].shape[1]
     t = np.zeros((k, classes))
     t[:-1] = 1.0
-    n = len(y)
+
+    rec = _Recorded(proba, costs, y)
 
     def objective(th):
-        acc, cost, _ = replay(th, proba, costs, y)
+        acc, cost, _ = _replay(th, rec)
         return acc - price * cost
 
     best = objective(t)
     for _ in range(sweeps):
         improved = False
         for stage in range(k - 1):
-            p = proba[stage]
-            pred = p.argmax(axis=1)
-            conf = p[np.arange(n), pred]
+            pred, conf = rec.pred[stage], rec.conf[stage]
             for c in range(classes):
                 seen = conf[pred == c]
                 quantiles = np.quantile(seen, np.linspace(0.0, 1.0, grid + 1)) if len(seen) else []
@@ -133,11 +144,11 @@ def fit_thresholds(
                         best, t, improved = score, trial, True
         if not improved:
             break
-    acc, cost, stops = replay(t, proba, costs, y)
+    acc, cost, stops = _replay(t, rec)
     return CascadeFit(t, float(price), acc, cost, stops)
 
 
-def fit_to_target(proba, costs, y, *, target_accuracy=None, mean_cost=None, iterations: int = 20) -> CascadeFit:
+def fit_to_target(proba, costs, y, *, target_accuracy=None, mean_cost=None, iterations: int = 12) -> CascadeFit:
     """Thresholds for the cheapest cascade meeting ``target_accuracy``, or the most accurate
     within ``mean_cost`` (exactly one of them), by bisection on the price.
 
@@ -170,3 +181,57 @@ def fit_to_target(proba, costs, y, *, target_accuracy=None, mean_cost=None, iter
             else:
                 lo = price
     return best
+
+
+class Cascades:
+    """The thresholds of every servable set's cascade, over one list of class labels.
+
+    Parameters
+    ----------
+    thresholds : mapping of int to array of shape (stages, classes)
+        Per servable set (mask), one row per non-empty prefix of its chain.
+    classes : sequence
+        The class labels the columns stand for (sorted, as scikit-learn orders ``classes_``).
+    """
+
+    def __init__(self, thresholds, classes):
+        self.thresholds = {int(m): np.asarray(t, dtype=float) for m, t in thresholds.items()}
+        self.classes = list(classes)
+        for t in self.thresholds.values():
+            check_thresholds(t)
+            if t.shape[1] != len(self.classes):
+                raise ValueError(f"thresholds have {t.shape[1]} columns for {len(self.classes)} classes")
+
+    def __bool__(self) -> bool:
+        return bool(self.thresholds)
+
+    def confident(self, mask: int, stage: int, model, x: np.ndarray) -> bool:
+        """Whether ``model`` (the stage's prefix model) is sure enough of ``x`` to stop."""
+        t = self.thresholds.get(mask)
+        if t is None or stage >= len(t) - 1:
+            return stage >= (len(t) - 1 if t is not None else 0)
+        p = model.predict_proba(x.reshape(1, -1))[0]
+        best = int(np.argmax(p))
+        column = self.classes.index(model.classes_[best].item() if hasattr(model.classes_[best], "item") else model.classes_[best])
+        return bool(p[best] >= t[stage, column])
+
+    def to_state(self) -> tuple[list, dict]:
+        """``(classes, arrays)`` for storage: flat float64 thresholds with their masks and shapes."""
+        masks = list(self.thresholds)
+        arrays = {
+            "cascade_masks": np.array(masks, dtype=np.int64),
+            "cascade_stages": np.array([len(self.thresholds[m]) for m in masks], dtype=np.int64),
+            "cascade_thresholds": np.concatenate([self.thresholds[m].ravel() for m in masks]) if masks else np.zeros(0),
+        }
+        return [c.item() if hasattr(c, "item") else c for c in self.classes], arrays
+
+    @classmethod
+    def from_state(cls, classes, arrays) -> "Cascades":
+        if "cascade_masks" not in arrays or classes is None:
+            return cls({}, [])
+        flat, at, out = arrays["cascade_thresholds"], 0, {}
+        for m, stages in zip(arrays["cascade_masks"].tolist(), arrays["cascade_stages"].tolist()):
+            size = stages * len(classes)
+            out[m] = flat[at : at + size].reshape(stages, len(classes))
+            at += size
+        return cls(out, classes)

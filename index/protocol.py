@@ -166,6 +166,21 @@ class CostSensitiveIndex(StoredIndex, ABC):
 
     # ------------------------------------------------------------------ storage and inspection
 
+    def state_header(self) -> dict:
+        """The metadata every backend stores first: tag, features, cost curves, domain, params, stats."""
+        import math
+
+        from .base import jsonable
+
+        return {
+            "backend": self.backend,
+            "features": list(self.space.names),
+            "costs": [list(c.coefficients) for c in self.costs],
+            "domain": [self.domain[0], self.domain[1] if math.isfinite(self.domain[1]) else "inf"],
+            "params": jsonable(self.params),
+            "stats": jsonable(self.stats),
+        }
+
     @abstractmethod
     def to_state(self):
         """Everything needed to rebuild the index: an ``IndexState``."""

@@ -24,7 +24,7 @@ import numpy as np
 from polydom.lattice import FeatureSpace
 
 from .anytime import check_chains, serve_anytime
-from .base import jsonable
+from .cascade import Cascades
 from .candidates import candidate_set
 from .costcurve import CostCurve, set_cost_matrix
 from .poly import horner_scalar
@@ -61,15 +61,6 @@ class IndexState(NamedTuple):
     meta: dict
     arrays: dict
     models: Mapping
-
-
-def _chains_from(arrays) -> dict[int, tuple[int, ...]]:
-    """Prefix chains from their flat stored form (indexes saved before chains existed have none)."""
-    if "chain_masks" not in arrays:
-        return {}
-    offsets = arrays["chain_offsets"].tolist()
-    flat = arrays["chain_features"].tolist()
-    return {m: tuple(flat[a:b]) for m, a, b in zip(arrays["chain_masks"].tolist(), offsets, offsets[1:])}
 
 
 class PolyDomIndex(CostSensitiveIndex):
@@ -113,6 +104,7 @@ class PolyDomIndex(CostSensitiveIndex):
         params: Mapping[str, Any] | None = None,
         std_error: Mapping[int, float] | None = None,
         chains: Mapping[int, Sequence[int]] | None = None,
+        cascades: Cascades | None = None,
     ):
         self.space = space
         self.costs = tuple(costs)
@@ -125,6 +117,7 @@ class PolyDomIndex(CostSensitiveIndex):
         self.explored = dict(explored) if explored is not None else {}
         self.std_error = {int(m): float(v) for m, v in (std_error or {}).items()}
         self.chains = {int(m): tuple(int(i) for i in order) for m, order in (chains or {}).items()}
+        self.cascades = cascades if cascades is not None else Cascades({}, [])
         self.stats = dict(stats or {})
         self.params = dict(params or {})
         self.params.setdefault("tolerance", None)
@@ -191,7 +184,7 @@ class PolyDomIndex(CostSensitiveIndex):
         """Every set the lattice exploration trained (mask -> accuracy); also ``explored``."""
         return self.explored
 
-    def select(self, size, budget, compute, clock=time.perf_counter) -> Choice:
+    def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False) -> Choice:
         """Serve on a real clock, anytime: fall back to a computed prefix, upgrade when time is left.
 
         Computes the looked-up set's features one by one in its chain's order; before each, the
@@ -199,19 +192,25 @@ class PolyDomIndex(CostSensitiveIndex):
         most accurate fully computed trained set is served; after each, a set clearly more
         accurate than the target whose uncomputed features now fit the time left becomes the
         target. See :mod:`polydom.index.anytime`. Without chains (built with
-        ``prefix_chains=False``) the base rule applies: look up, then compute.
+        ``prefix_chains=False``) the base rule applies: look up, then compute. With
+        ``stop_when_confident``, the cascade's thresholds may stop the walk at a prefix whose
+        model is sure (``compute`` must then return each feature's vector).
 
         Returns
         -------
         Choice
             Its ``cost`` is the measured time on ``clock``.
         """
+        if stop_when_confident and not self.cascades:
+            raise ValueError("this index has no cascade thresholds; train them (cascade=True) to stop when confident")
         if not self.chains:
             return super().select(size, budget, compute, clock)
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         check_query(size, budget, self.domain)
-        mask, elapsed, _ = serve_anytime(self, float(size), float(budget), compute, clock)
+        mask, elapsed, _ = serve_anytime(
+            self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident,
+        )
         return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models)
 
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
@@ -219,6 +218,14 @@ class PolyDomIndex(CostSensitiveIndex):
         ids = self.skyline_ids_at(check_query(size, 0.0, self.domain)[0])
         costs = [horner_scalar(row[::-1], size) for row in self.candidate_coefficients[ids].tolist()]
         return [self.candidates[c] for c in ids], costs, [self.candidate_accuracy[c] for c in ids]
+
+    def with_cascades(self, cascades: Cascades) -> "PolyDomIndex":
+        """This index with cascade thresholds for ``select(..., stop_when_confident=True)``."""
+        import copy
+
+        other = copy.copy(self)
+        other.cascades = cascades
+        return other
 
     def skyline_ids_at(self, size: float) -> list[int]:
         """Candidate ids of the skyline valid at ``size``, cost ascending."""
@@ -231,7 +238,7 @@ class PolyDomIndex(CostSensitiveIndex):
             self.space, self._curves_for(costs), self.explored, domain=self.domain,
             candidate_alpha=self.params.get("candidate_alpha", 1.0), models=self.models,
             stats={k: v for k, v in self.stats.items() if k in keep}, params=self.params, std_error=self.std_error,
-            chains=self.chains,
+            chains=self.chains, cascades=self.cascades,
         )
 
     def _summary_details(self) -> dict:
@@ -431,54 +438,16 @@ class PolyDomIndex(CostSensitiveIndex):
 
     def to_state(self) -> "IndexState":
         """Everything needed to rebuild this index, as JSON-able metadata and flat arrays."""
-        offsets = np.zeros(len(self.skylines) + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([len(s) for s in self.skylines])
-        flat = [c for s in self.skylines for c in s]
-        meta = {
-            "backend": self.backend,
-            "features": list(self.space.names),
-            "costs": [list(c.coefficients) for c in self.costs],
-            "domain": [self.domain[0], self.domain[1] if math.isfinite(self.domain[1]) else "inf"],
-            "params": jsonable(self.params),
-            "stats": jsonable(self.stats),
-        }
-        arrays = {
-            "candidates": np.array(self.candidates, dtype=np.int64),
-            "candidate_accuracy": np.array(self.candidate_accuracy, dtype=np.float64),
-            "bounds": np.array(self.bounds, dtype=np.float64),
-            "skyline_offsets": offsets,
-            "skyline_ids": np.array(flat, dtype=np.int64),
-            "explored_masks": np.array(list(self.explored), dtype=np.int64),
-            "explored_accuracy": np.array(list(self.explored.values()), dtype=np.float64),
-            "chain_masks": np.array(list(self.chains), dtype=np.int64),
-            "chain_offsets": np.cumsum([0] + [len(o) for o in self.chains.values()], dtype=np.int64),
-            "chain_features": np.array([i for o in self.chains.values() for i in o], dtype=np.int64),
-            # NaN where the black box reported no standard error.
-            "explored_std_error": np.array([self.std_error.get(m, math.nan) for m in self.explored], dtype=np.float64),
-        }
-        return IndexState(meta, arrays, self.models)
+        from .skylinestate import encode
+
+        return encode(self)
 
     @classmethod
     def from_state(cls, state: "IndexState") -> "PolyDomIndex":
         """Inverse of :meth:`to_state`; ``state.models`` may be a lazy mapping."""
-        meta, arrays = state.meta, state.arrays
-        space = FeatureSpace(meta["features"])
-        costs = [CostCurve(c) for c in meta["costs"]]
-        lo, hi = meta["domain"]
-        offsets = arrays["skyline_offsets"].tolist()
-        ids = arrays["skyline_ids"].tolist()
-        skylines = [ids[a:b] for a, b in zip(offsets, offsets[1:])]
-        explored = dict(zip(arrays["explored_masks"].tolist(), arrays["explored_accuracy"].tolist()))
-        se = arrays.get("explored_std_error")
-        std_error = {} if se is None else {
-            m: v for m, v in zip(arrays["explored_masks"].tolist(), se.tolist()) if v == v
-        }
-        return cls(
-            space, costs, (float(lo), float(hi)), arrays["candidates"].tolist(),
-            arrays["candidate_accuracy"].tolist(), arrays["bounds"].tolist(), skylines,
-            models=state.models, explored=explored, stats=meta.get("stats"), params=meta.get("params"),
-            std_error=std_error, chains=_chains_from(arrays),
-        )
+        from .skylinestate import decode
+
+        return decode(cls, state)
 
     # ------------------------------------------------------------------ inspection
 

@@ -12,7 +12,7 @@ from polydom.index.protocol import EXTRAPOLATE_POLICIES, CostSensitiveIndex
 from polydom.lattice import SANDWICH_MODES, Exploration, FeatureSpace
 from polydom.lattice import naive_expand_all as _naive_expand_all
 
-from .backends import backend_spec, buildable
+from .backends import backend_spec
 from .expansion import ModelRecorder
 
 __all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "validate_problem"]

@@ -227,6 +227,7 @@ class FeatureSetLearner:
         self.race = {"started": 0, "dropped": 0}
         self.rescore_splits = list(rescore_splits)
         self.rescored: set[frozenset] = set()
+        self._oof: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
         sizes = [(len(tr), len(te)) for tr, te in self.splits]
         self._test_fraction = float(np.mean([te / (tr + te) for tr, te in sizes]))
 
@@ -267,6 +268,39 @@ class FeatureSetLearner:
                 self.fold_scores[s] = folds
                 self.rescored.add(s)
         return [self.cache[s] for s in sets]
+
+    def oof_proba(self, features: Iterable[str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Out-of-fold class probabilities of a set's winning learner, for every training item.
+
+        Uses the first folds that cover every item once (the first repeat), so each item's
+        probabilities come from a model that never saw it. ``(proba, classes)`` with ``proba`` of
+        shape ``(n_items, n_classes)`` over ``classes`` (sorted labels); None when the learner has
+        no ``predict_proba``.
+        """
+        from sklearn.base import clone
+
+        features = frozenset(features)
+        if features in self._oof:
+            return self._oof[features]
+        self.many([features])
+        model = dict(self._candidates(features))[self.chosen[features]]
+        if not hasattr(model, "predict_proba"):
+            return None
+        classes = np.unique(self.y)
+        proba = np.full((len(self.y), len(classes)), np.nan)
+        Xs = self.X[:, self.columns_of(features)]
+        for train, test in self.splits:
+            if not np.isnan(proba[test, 0]).any():
+                continue  # covered by an earlier fold: a later repeat
+            fitted = clone(model).fit(Xs[train], self.y[train])
+            cols = np.searchsorted(classes, fitted.classes_)
+            block = np.zeros((len(test), len(classes)))
+            block[:, cols] = fitted.predict_proba(Xs[test])
+            proba[test] = block
+        if np.isnan(proba[:, 0]).any():
+            raise ValueError("the cross-validation folds do not cover every item; out-of-fold probabilities need them to")
+        self._oof[features] = proba, classes
+        return proba, classes
 
     def columns_of(self, features: Iterable[str]) -> np.ndarray:
         """Column indices of a set: its features' ranges concatenated in feature order."""

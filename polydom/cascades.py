@@ -1,0 +1,74 @@
+"""Training confidence cascades for a built index from its black box's out-of-fold predictions.
+
+For every servable set with a chain of two or more prefixes, each prefix's winning learner gives
+out-of-fold class probabilities on the training items (the folds that scored the sets, so the
+data that scores a model never trained it), each item's cost of stopping at each prefix is the
+prefix's predicted cost at the item's own size, and :mod:`polydom.index.cascade` learns the
+per-stage, per-class thresholds. Held-out data is never read here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from polydom.index.anytime import chain_prefixes
+from polydom.index.cascade import Cascades, fit_thresholds, fit_to_target
+from polydom.index.costcurve import set_cost_matrix
+from polydom.index.poly import horner
+
+__all__ = ["train_cascades"]
+
+
+def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, mean_cost=None, allowed_loss=0.5):
+    """Cascade thresholds for every servable set of ``index``.
+
+    Parameters
+    ----------
+    index : PolyDomIndex
+        With prefix chains.
+    learner : FeatureSetLearner
+        The black box the index was built with (its folds, learners and out-of-fold probabilities).
+    sizes : array of shape (n_items,)
+        Each training item's size, in the order of ``learner.y``.
+    price : float, optional
+        Accuracy given up per unit of mean cost (seconds, when costs are seconds).
+    target_accuracy, mean_cost : float, optional
+        Instead of a price: the cheapest cascade at this out-of-fold accuracy, or the most
+        accurate at this mean cost (per set).
+    allowed_loss : float, default 0.5
+        With none of the above: each set's target is its own out-of-fold accuracy minus
+        ``allowed_loss`` standard errors of its score -- stop early only where the data says
+        it costs less accuracy than the noise in the estimate.
+
+    Returns
+    -------
+    Cascades
+    """
+    if sum(v is not None for v in (price, target_accuracy, mean_cost)) > 1:
+        raise ValueError("give at most one of price, target_accuracy and mean_cost")
+    sizes = np.asarray(sizes, dtype=float)
+    classes = np.unique(learner.y)
+    y = np.searchsorted(classes, learner.y)
+    space = index.space
+    thresholds = {}
+    for mask in index.candidates:
+        order = index.chains.get(mask, ())
+        if len(order) < 2:
+            continue
+        prefixes = chain_prefixes(order)[1:]
+        oof = [learner.oof_proba(space.frozenset(p)) for p in prefixes]
+        if any(o is None for o in oof):
+            continue  # a learner without probabilities cannot say how sure it is
+        proba = [o[0] for o in oof]
+        coef = set_cost_matrix(index.costs, prefixes)
+        costs = np.stack([horner(np.repeat(row[None, :], len(sizes), axis=0), sizes) for row in coef], axis=1)
+        if price is not None:
+            fit = fit_thresholds(proba, costs, y, float(price))
+        elif mean_cost is not None:
+            fit = fit_to_target(proba, costs, y, mean_cost=float(mean_cost))
+        else:
+            plain = float(np.mean(proba[-1].argmax(axis=1) == y))
+            target = target_accuracy if target_accuracy is not None else plain - allowed_loss * index.std_error.get(mask, 0.0)
+            fit = fit_to_target(proba, costs, y, target_accuracy=float(target))
+        thresholds[mask] = fit.thresholds
+    return Cascades(thresholds, classes.tolist())

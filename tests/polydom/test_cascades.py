@@ -1,0 +1,81 @@
+"""Confidence cascades end to end: trained on out-of-fold data, served through select."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+import polydom
+from polydom.blackbox import FeatureSetLearner, make_splits
+from polydom.cascades import train_cascades
+from polydom.index.cascade import Cascades
+
+
+@pytest.fixture(scope="module")
+def built():
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:500] / 16.0, y[:500]
+    columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
+    learner = FeatureSetLearner(X, y, columns, LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
+                                make_splits(3, y, random_state=0))
+    costs = {name: [0.001 * (i + 1)] for i, name in enumerate(columns)}
+    index = polydom.build(costs, learner, e=0.0)
+    sizes = np.full(len(y), 64.0)
+    return X, y, columns, learner, index, sizes
+
+
+def _serve(index, X, columns, i, budget, **kw):
+    computed = []
+
+    def compute(name):
+        computed.append(name)
+        return X[i, columns[name]]
+
+    ticks = iter(np.arange(0.0, 1.0, 1e-6))
+    return index.select(64.0, budget, compute, lambda: next(ticks), **kw), computed
+
+
+def _uniform(index, value):
+    thresholds = {}
+    for mask, order in index.chains.items():
+        if len(order) >= 2:
+            t = np.full((len(order), 10), value)
+            t[-1] = 0.0
+            thresholds[mask] = t
+    return Cascades(thresholds, list(range(10)))
+
+
+def test_thresholds_of_one_serve_like_plain_and_of_zero_stop_at_the_first_prefix(built):
+    X, y, columns, learner, index, sizes = built
+    full = index.lookup(64.0, 1.0)
+    assert len(index.chains[full.key]) >= 2
+    never = index.with_cascades(_uniform(index, 1.0))
+    always = index.with_cascades(_uniform(index, 0.0))
+    first = index.space.names[index.chains[full.key][0]]
+    for i in range(0, 40, 7):
+        plain, plain_computed = _serve(index, X, columns, i, 1.0)
+        same, computed = _serve(never, X, columns, i, 1.0, stop_when_confident=True)
+        assert same.features == plain.features and computed == plain_computed
+        early, computed = _serve(always, X, columns, i, 1.0, stop_when_confident=True)
+        assert computed == [first] and early.features == frozenset({first})
+
+
+def test_trained_cascades_save_cost_without_reading_held_out_data(built, tmp_path):
+    X, y, columns, learner, index, sizes = built
+    cascades = train_cascades(index, learner, sizes, allowed_loss=1.0)
+    assert cascades.thresholds
+    again = train_cascades(index, learner, sizes, allowed_loss=1.0)  # deterministic
+    assert all(np.array_equal(cascades.thresholds[m], again.thresholds[m]) for m in cascades.thresholds)
+    served = index.with_cascades(cascades)
+    counts = [len(_serve(served, X, columns, i, 1.0, stop_when_confident=True)[1]) for i in range(60)]
+    plain = [len(_serve(index, X, columns, i, 1.0)[1]) for i in range(60)]
+    assert np.mean(counts) < np.mean(plain)
+    served.save(tmp_path / "ix")
+    loaded = polydom.load(tmp_path / "ix")
+    assert set(loaded.cascades.thresholds) == set(cascades.thresholds)
+    for i in range(0, 60, 11):
+        a = _serve(loaded, X, columns, i, 1.0, stop_when_confident=True)
+        b = _serve(served, X, columns, i, 1.0, stop_when_confident=True)
+        assert a[0].features == b[0].features and a[1] == b[1]
+    with pytest.raises(ValueError, match="no cascade thresholds"):
+        _serve(index, X, columns, 0, 1.0, stop_when_confident=True)
