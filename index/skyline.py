@@ -140,6 +140,7 @@ class PolyDomIndex(CostSensitiveIndex):
         params: Mapping[str, Any] | None = None,
         std_error: Mapping[int, float] | None = None,
         chains: Mapping[int, Sequence[int]] | None = None,
+        cascades: Cascades | None = None,
     ) -> "PolyDomIndex":
         """Index the trained sets ``trained`` (mask -> accuracy): candidate set, sweep, skylines.
 
@@ -177,6 +178,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return cls(
             space, costs, domain, cands, cand_acc, swept.bounds, swept.skylines,
             models=models, explored=trained, stats=all_stats, params=params, std_error=std_error, chains=chains,
+            cascades=cascades,
         )
 
     @property
