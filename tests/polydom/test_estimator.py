@@ -14,8 +14,6 @@ from polydom.featurizers import REGISTRY, Feature
 from polydom.featurizers.datasets import load_digits_images
 
 SIDES = (16, 24)
-FAST = dict(cv=2, timing_sides=(8, 12, 16, 24, 32), timing_images=2, timing_repeats=1, random_state=0,
-            progress=False)
 NAMES = ["intensity_hist", "thumbnail", "edge_density"]
 
 
@@ -27,9 +25,9 @@ def digits():
 
 
 @pytest.fixture(scope="module")
-def fitted(digits):
+def fitted(digits, fast_params):
     images, labels, groups = digits
-    return polydom.CostSensitiveClassifier(features=NAMES, **FAST).fit(images, labels, groups=groups)
+    return polydom.CostSensitiveClassifier(features=NAMES, **fast_params).fit(images, labels, groups=groups)
 
 
 class Counter:
@@ -98,9 +96,9 @@ def test_fitted_attributes_end_in_underscore(fitted):
     assert list(fitted.classes_) == list(range(10))
 
 
-def test_deterministic_with_random_state(digits, fitted):
+def test_deterministic_with_random_state(digits, fitted, fast_params):
     images, labels, groups = digits
-    again = polydom.CostSensitiveClassifier(features=NAMES, **FAST).fit(images, labels, groups=groups)
+    again = polydom.CostSensitiveClassifier(features=NAMES, **fast_params).fit(images, labels, groups=groups)
     # Accuracies and models depend on the seed only; costs are measured wall times, so compare
     # what does not depend on them: the explored sets and the unlimited-budget predictions.
     assert again.index_.explored == fitted.index_.explored
@@ -121,10 +119,10 @@ def test_cost_curves_are_nonnegative_and_cover_the_quantile(fitted):
 
 
 @pytest.mark.parametrize("backend", ["polydom", "greedy-cost"])
-def test_predict_computes_only_the_chosen_features(digits, backend):
+def test_predict_computes_only_the_chosen_features(digits, backend, fast_params):
     images, labels, groups = digits
     features = counting_features(["intensity_hist", "thumbnail", "hog"])
-    clf = polydom.CostSensitiveClassifier(features=features, backend=backend, **FAST)
+    clf = polydom.CostSensitiveClassifier(features=features, backend=backend, **fast_params)
     clf.fit(images, labels, groups=groups)
     counters = {f.name: f.function for f in features}
     for budget in (0.0, 0.0004, 0.002, None):
@@ -168,10 +166,11 @@ def test_budget_trades_accuracy_for_time(fitted, digits):
     assert per_item[0] == per_item[2] == prior[0]
 
 
-def test_predict_proba_follows_the_learner(digits):
+def test_predict_proba_follows_the_learner(digits, fast_params):
     images, labels, groups = digits
     assert not hasattr(polydom.CostSensitiveClassifier(), "predict_proba")  # hinge-loss SGD
-    clf = polydom.CostSensitiveClassifier(features=["thumbnail"], estimator=LogisticRegression(max_iter=500), **FAST)
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail"], estimator=LogisticRegression(max_iter=500),
+                                          **fast_params)
     clf.fit(images, labels, groups=groups)
     proba = clf.predict_proba(images[:5], budget=1.0)
     assert proba.shape == (5, 10)
@@ -206,10 +205,10 @@ def test_load_refuses_an_index_the_classifier_did_not_save(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["polydom", "greedy"])
-def test_recost_trains_nothing(digits, backend, tmp_path):
+def test_recost_trains_nothing(digits, backend, tmp_path, fast_params):
     images, labels, groups = digits
     clf = polydom.CostSensitiveClassifier(features=NAMES, estimator=CountingLogisticRegression(max_iter=300),
-                                          backend=backend, **FAST).fit(images, labels, groups=groups)
+                                          backend=backend, **fast_params).fit(images, labels, groups=groups)
     trained = CountingLogisticRegression.fits
     assert trained > 0
     explored = dict(getattr(clf.index_, "explored", None) or clf.index_.accuracy)
@@ -228,9 +227,10 @@ def test_recost_trains_nothing(digits, backend, tmp_path):
     np.testing.assert_array_equal(loaded.predict(images, budget=None), before)
 
 
-def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits):
+def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits, fast_params):
     images, labels, groups = digits
-    clf = polydom.CostSensitiveClassifier(features=NAMES, backend="greedy", **FAST).fit(images, labels, groups=groups)
+    clf = polydom.CostSensitiveClassifier(features=NAMES, backend="greedy", **fast_params)
+    clf.fit(images, labels, groups=groups)
     assert clf.n0_ == np.median([im.size for im in images]) and clf.index_.n0 == clf.n0_
     names = clf.index_.space.names
     sequences = [[names[f] for f in seq] for seq in clf.index_.sequences]
@@ -239,9 +239,9 @@ def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits):
         assert e.measured_cost >= 0
 
 
-def test_warm_start_reuses_features_and_costs(digits, tmp_path):
+def test_warm_start_reuses_features_and_costs(digits, tmp_path, fast_params):
     images, labels, groups = digits
-    clf = polydom.CostSensitiveClassifier(features=NAMES, warm_start=True, cache_dir=tmp_path / "cache", **FAST)
+    clf = polydom.CostSensitiveClassifier(features=NAMES, warm_start=True, cache_dir=tmp_path / "cache", **fast_params)
     clf.fit(images, labels, groups=groups)
     first = clf.fit_stats_
     assert first["trained"] == first["expanded"] > 0
@@ -249,6 +249,6 @@ def test_warm_start_reuses_features_and_costs(digits, tmp_path):
     clf.set_params(alpha=1.3).fit(images, labels, groups=groups)
     assert clf.cost_fits_ is fits  # not re-timed
     assert clf.fit_stats_["trained"] == 0 and clf.fit_stats_["reused"] == clf.fit_stats_["expanded"]
-    cold = polydom.CostSensitiveClassifier(features=NAMES, cache_dir=tmp_path / "cache", **FAST)
+    cold = polydom.CostSensitiveClassifier(features=NAMES, cache_dir=tmp_path / "cache", **fast_params)
     cold.fit(images, labels, groups=groups)
     assert cold.fit_stats_["features_cached"] and cold.fit_stats_["trained"] == 0

@@ -7,9 +7,6 @@ import polydom
 from polydom.featurizers import REGISTRY, Feature, FeatureError
 from polydom.featurizers.datasets import load_digits_images
 
-FAST = dict(cv=2, timing_sides=(8, 12, 16, 24, 32), timing_images=2, timing_repeats=1, random_state=0,
-            progress=False)
-
 
 @pytest.fixture(scope="module")
 def digits():
@@ -18,9 +15,9 @@ def digits():
 
 
 @pytest.fixture(scope="module")
-def fitted(digits):
+def fitted(digits, fast_params):
     images, labels = digits
-    return polydom.CostSensitiveClassifier(features=["thumbnail"], **FAST).fit(images, labels)
+    return polydom.CostSensitiveClassifier(features=["thumbnail"], **fast_params).fit(images, labels)
 
 
 BAD_IMAGES = [
@@ -36,12 +33,12 @@ BAD_IMAGES = [
 
 
 @pytest.mark.parametrize("image, error, message", BAD_IMAGES)
-def test_bad_image_in_fit_names_the_item(digits, image, error, message):
+def test_bad_image_in_fit_names_the_item(digits, image, error, message, fast_params):
     images, labels = digits
     images = list(images)
     images[3] = image
     with pytest.raises(error, match=f"item 3.*{message}|{message}.*item 3") as info:
-        polydom.CostSensitiveClassifier(features=["thumbnail"], **FAST).fit(images, labels)
+        polydom.CostSensitiveClassifier(features=["thumbnail"], **fast_params).fit(images, labels)
     assert "item 3" in str(info.value)
 
 
@@ -77,19 +74,19 @@ def test_bad_budget(fitted, digits, budget, message):
     ("timing_repeats", 0, "timing_repeats"), ("lambdas", [0.0, 1.0], "backend='greedy' only"),
     ("features", [], "features is empty"), ("features", ["no_such_feature"], "unknown feature 'no_such_feature'"),
 ])
-def test_bad_parameter_raises_at_fit(digits, param, value, message):
+def test_bad_parameter_raises_at_fit(digits, param, value, message, fast_params):
     images, labels = digits
-    clf = polydom.CostSensitiveClassifier(**{**FAST, param: value})
+    clf = polydom.CostSensitiveClassifier(**{**fast_params, param: value})
     with pytest.raises((ValueError, TypeError), match=message):
         clf.fit(images, labels)
 
 
-def test_labels_of_the_wrong_length(digits):
+def test_labels_of_the_wrong_length(digits, fast_params):
     images, labels = digits
     with pytest.raises(ValueError, match=f"y has {len(labels) - 1} labels but there are {len(images)} images"):
-        polydom.CostSensitiveClassifier(features=["thumbnail"], **FAST).fit(images, labels[:-1])
+        polydom.CostSensitiveClassifier(features=["thumbnail"], **fast_params).fit(images, labels[:-1])
     with pytest.raises(ValueError, match="1-D"):
-        polydom.CostSensitiveClassifier(features=["thumbnail"], **FAST).fit(images, labels.reshape(-1, 1))
+        polydom.CostSensitiveClassifier(features=["thumbnail"], **fast_params).fit(images, labels.reshape(-1, 1))
 
 
 def test_score_with_labels_of_the_wrong_length(fitted, digits):
@@ -112,17 +109,17 @@ class Fragile:
 FRAGILE = Feature("fragile", Fragile(), dimension=64)
 
 
-def test_a_failing_feature_in_fit_names_feature_and_item(digits):
+def test_a_failing_feature_in_fit_names_feature_and_item(digits, fast_params):
     images, labels = digits
     images = list(images)
     images[5] = np.full((16, 16), 255, dtype=np.uint8)
     with pytest.raises(FeatureError, match="feature 'fragile' failed on item 5: RuntimeError: the sensor overheated"):
-        polydom.CostSensitiveClassifier(features=["thumbnail", FRAGILE], **FAST).fit(images, labels)
+        polydom.CostSensitiveClassifier(features=["thumbnail", FRAGILE], **fast_params).fit(images, labels)
 
 
-def test_a_failing_feature_in_predict_names_feature_and_item(digits):
+def test_a_failing_feature_in_predict_names_feature_and_item(digits, fast_params):
     images, labels = digits
-    clf = polydom.CostSensitiveClassifier(features=[FRAGILE], **FAST).fit(images, labels)
+    clf = polydom.CostSensitiveClassifier(features=[FRAGILE], **fast_params).fit(images, labels)
     assert clf.predict(images[:2]).shape == (2,)
     Fragile.broken = True
     try:
@@ -134,7 +131,7 @@ def test_a_failing_feature_in_predict_names_feature_and_item(digits):
         Fragile.broken = False
 
 
-def test_a_feature_failing_while_timed_is_named(digits):
+def test_a_feature_failing_while_timed_is_named(digits, fast_params):
     images, labels = digits
 
     def fails_on_large(image):
@@ -144,15 +141,15 @@ def test_a_feature_failing_while_timed_is_named(digits):
 
     feature = Feature("shy", fails_on_large, dimension=16)
     with pytest.raises(FeatureError, match="feature 'shy' failed: MemoryError: too large .timing the features on a 32 x 32"):
-        polydom.CostSensitiveClassifier(features=[feature], **FAST).fit(images, labels)
+        polydom.CostSensitiveClassifier(features=[feature], **fast_params).fit(images, labels)
 
 
-def test_scoring_outside_the_unit_interval_is_refused(digits):
+def test_scoring_outside_the_unit_interval_is_refused(digits, fast_params):
     images, labels = digits
     from sklearn.linear_model import LogisticRegression
 
     clf = polydom.CostSensitiveClassifier(features=["thumbnail"], estimator=LogisticRegression(max_iter=300),
-                                          scoring="neg_log_loss", **FAST)
+                                          scoring="neg_log_loss", **fast_params)
     with pytest.raises(ValueError, match="scoring='neg_log_loss'.*in \\[0, 1\\]"):
         clf.fit(images, labels)
 

@@ -1,10 +1,8 @@
 """Serving a saved index imports neither scikit-learn nor sympy until a model is needed."""
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,13 +10,18 @@ from sklearn.linear_model import LogisticRegression
 
 import polydom
 
-ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("sklearn", "sympy", "skops", "scipy")
 
 
-def run_python(code: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env, timeout=120)
+@pytest.fixture(scope="module")
+def run_python(subprocess_env):
+    """Run code in a fresh interpreter (its imports start from nothing)."""
+
+    def run(code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              env=subprocess_env, timeout=120)
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +41,7 @@ def saved(tmp_path_factory):
     return path
 
 
-def test_import_polydom_is_light():
+def test_import_polydom_is_light(run_python):
     out = run_python(
         f"""
         import sys, polydom
@@ -51,7 +54,7 @@ def test_import_polydom_is_light():
     assert out.stdout.strip() == "ok", out.stderr
 
 
-def test_load_and_lookup_import_neither_sklearn_nor_sympy(saved):
+def test_load_and_lookup_import_neither_sklearn_nor_sympy(saved, run_python):
     out = run_python(
         f"""
         import sys, polydom
@@ -70,7 +73,7 @@ def test_load_and_lookup_import_neither_sklearn_nor_sympy(saved):
     assert out.stdout.strip() == "ok", out.stderr
 
 
-def test_the_lookup_command_imports_neither(saved):
+def test_the_lookup_command_imports_neither(saved, run_python):
     out = run_python(
         f"""
         import sys

@@ -1,23 +1,12 @@
 """``polydom demo`` (quick mode), ``polydom recost``, and the examples, run as a user would."""
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import polydom
 from polydom.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
 
 @pytest.fixture(scope="module")
 def demo_out(tmp_path_factory):
@@ -71,10 +60,10 @@ def test_recost_command_on_a_plain_index_fails_cleanly(tmp_path, capsys):
     ("image_moderation.py", ["--per-class", "3", "--requests", "5"]),
     ("realtime_lookup.py", ["--requests", "20"]),
 ])
-def test_examples_run(script, args, tmp_path):
+def test_examples_run(script, args, tmp_path, repo_root, subprocess_env):
     if script == "build_script.py":
         args = args + ["--out", str(tmp_path / "index")]
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], cwd=tmp_path, env=_env(),
+    proc = subprocess.run([sys.executable, str(repo_root / "examples" / script), *args], cwd=tmp_path, env=subprocess_env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     if script == "build_script.py":

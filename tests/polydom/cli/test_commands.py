@@ -1,17 +1,13 @@
 """The polydom command line: inspect and lookup on a real saved index, one-line errors, pluggable commands."""
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import polydom
 from polydom import cli
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -107,12 +103,12 @@ def test_usage_errors_exit_2_with_one_line(argv, capsys):
     assert len(capsys.readouterr().err.splitlines()) == 1
 
 
-def test_the_module_runs_as_a_program(built, saved):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def test_the_module_runs_as_a_program(built, saved, subprocess_env):
     ok = subprocess.run([sys.executable, "-m", "polydom.cli", "lookup", str(saved), "--size", "3", "--budget", "400", "--json"],
-                        capture_output=True, text=True, env=env)
+                        capture_output=True, text=True, env=subprocess_env)
     assert ok.returncode == 0 and json.loads(ok.stdout)["key"] == built.lookup(3.0, 400.0).key
-    bad = subprocess.run([sys.executable, "-m", "polydom.cli", "inspect", str(saved / "nope")], capture_output=True, text=True, env=env)
+    bad = subprocess.run([sys.executable, "-m", "polydom.cli", "inspect", str(saved / "nope")], capture_output=True,
+                         text=True, env=subprocess_env)
     assert bad.returncode == 1 and len(bad.stderr.splitlines()) == 1
 
 

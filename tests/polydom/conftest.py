@@ -1,0 +1,10 @@
+"""Fixtures shared by the classifier's tests."""
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def fast_params() -> dict:
+    """CostSensitiveClassifier parameters that keep a fit on a few small digits to about a second."""
+    return dict(cv=2, timing_sides=(8, 12, 16, 24, 32), timing_images=2, timing_repeats=1, random_state=0,
+                progress=False)

@@ -1,0 +1,63 @@
+"""The serving planner: one plan per trained set, predicted costs as the index predicts them, and
+plans dropped when a loaded index is refreshed to a new version."""
+
+import numpy as np
+import pytest
+from sklearn.dummy import DummyClassifier
+
+import polydom
+from polydom.featurizers import REGISTRY, Feature
+from polydom.featurizers.datasets import load_digits_images
+from polydom.serving import ServingPlanner
+
+
+def _constant(label):
+    return DummyClassifier(strategy="constant", constant=label).fit(np.zeros((2, 1)), [label, label + 1])
+
+
+@pytest.fixture()
+def index():
+    costs = {"fast": [1e-4], "slow": [0.0, 0.0, 1e-8]}
+    scores = {frozenset(): 0.5, frozenset({"fast"}): 0.6, frozenset({"slow"}): 0.7, frozenset({"fast", "slow"}): 0.8}
+    return polydom.build(costs, lambda fs: polydom.Expansion(scores[frozenset(fs)], _constant(len(fs))), e=0.0)
+
+
+@pytest.fixture()
+def features():
+    thumbnail = REGISTRY["thumbnail"]
+    return {"fast": Feature("fast", REGISTRY["intensity_hist"].function, dimension=16),
+            "slow": Feature("slow", thumbnail.function, dimension=thumbnail.dimension)}
+
+
+def test_a_plan_per_set_with_the_lookup_cost(index, features):
+    planner = ServingPlanner(index, features)
+    for size, budget in [(64.0, 0.0), (256.0, 2e-4), (1024.0, 1.0)]:
+        choice = index.lookup(size, budget)
+        plan = planner.plan(choice.key)
+        assert plan is planner.plan(choice.key)  # prepared once
+        assert set(plan.names) == set(choice.features) and plan.cost(size) == choice.cost
+        assert plan.predictor.predict_one(np.zeros(0)) == len(choice.features)
+
+
+def test_serve_computes_only_the_chosen_features(index, features):
+    image = load_digits_images(sides=(16,), n_per_class=1)[0][0]
+    served = ServingPlanner(index, features).serve(image, 0, budget=0.0)
+    assert served.plan.names == () and served.x.shape == (0,) and served.measured == 0.0
+    served = ServingPlanner(index, features).serve(image, 0, budget=10.0)
+    assert served.plan.names == ("fast", "slow") and served.x.shape == (16 + 64,) and served.measured > 0
+
+
+def test_features_must_cover_the_index(index, features):
+    with pytest.raises(ValueError, match=r"no Feature objects for the index's features \['slow'\]"):
+        ServingPlanner(index, {"fast": features["fast"]})
+
+
+def test_a_refreshed_index_gets_fresh_plans(index, features, tmp_path):
+    index.save(tmp_path / "idx")
+    loaded = polydom.load(tmp_path / "idx")
+    planner = ServingPlanner(loaded, features)
+    old = planner.plan(loaded.lookup(256.0, 1.0).key)
+    index.save(tmp_path / "idx")  # a new version of the same sets
+    assert loaded.refresh()
+    new = planner.plan(loaded.lookup(256.0, 1.0).key)
+    assert new is not old and new.model is not old.model
