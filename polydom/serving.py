@@ -1,11 +1,11 @@
 """Serving a fitted index: per image, choose a feature set, compute only its features, predict.
 
 :class:`ServingPlanner` holds an index and the feature objects it names. For each trained set
-it prepares a :class:`SetPlan` once -- the set's features in column order, its model, a lean
-predictor (:func:`polydom.lean.lean_model`) and its summed cost curve -- and serves images
+it prepares a :class:`SetPlan` once -- the set's features in column order, its model and a lean
+predictor (:func:`polydom.lean.lean_model`) -- and serves images
 through the index's :meth:`~polydom.index.protocol.CostSensitiveIndex.select`, which decides
-how the features are computed: PolyDom computes the looked-up set; Greedy walks its sequence
-on the real clock. Nothing here depends on which backend the index is.
+on the real clock which features to compute and which set to serve. Nothing here depends on
+which backend the index is.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from polydom.featurizers import Feature, validate_image
-from polydom.index.costcurve import CostCurve
 
 from .lean import lean_model
 
@@ -80,19 +79,16 @@ class SetPlan:
     model : fitted classifier
     predictor : LeanConstant, LeanLinear or SklearnPredictor
         ``predict_one(x)`` on the concatenated feature vectors; identical labels to ``model``.
-    cost : CostCurve
-        The set's predicted cost, the sum of its features' curves.
     """
 
-    __slots__ = ("key", "features", "names", "model", "predictor", "cost")
+    __slots__ = ("key", "features", "names", "model", "predictor")
 
-    def __init__(self, key: int, features: tuple, model, cost):
+    def __init__(self, key: int, features: tuple, model):
         self.key = key
         self.features = features
         self.names = tuple(f.name for f in features)
         self.model = model
         self.predictor = lean_model(model)
-        self.cost = cost
 
     def __repr__(self) -> str:
         return f"<SetPlan {list(self.names)} {self.predictor!r}>"
@@ -110,11 +106,6 @@ class Served:
     x: np.ndarray
     measured: float
     size: int
-
-    @property
-    def predicted(self) -> float:
-        """Seconds the cost curves predict for the chosen set at this size."""
-        return self.plan.cost(self.size)
 
 
 class ServingPlanner:
@@ -156,8 +147,7 @@ class ServingPlanner:
             model = index.models.get(int(key))
             if model is None:
                 raise RuntimeError(f"the index has no model for feature set {sorted(chosen)}")
-            cost = sum((c for n, c in zip(index.features, index.costs) if n in chosen), CostCurve([0.0]))
-            plan = self._plans[int(key)] = SetPlan(int(key), features, model, cost)
+            plan = self._plans[int(key)] = SetPlan(int(key), features, model)
         return plan
 
     def serve(self, image, i: int, budget: float) -> Served:
@@ -181,7 +171,8 @@ class ServingPlanner:
         choice = self.index.select(size, budget if budget <= _FLOAT_MAX else _FLOAT_MAX, compute)
         plan = self.plan(choice.key)
         x = np.concatenate([computed[n] for n in plan.names]) if plan.names else _EMPTY
-        return Served(choice, plan, x, choice.cost if plan.names else 0.0, size)
+        # Nothing computed, nothing spent: the clock's own overhead is not extraction time.
+        return Served(choice, plan, x, choice.cost if computed else 0.0, size)
 
     # ------------------------------------------------------------------ many images
 
@@ -212,6 +203,7 @@ class ServingPlanner:
         for i, image in enumerate(images):
             s = self.serve(image, i, budgets[i])
             label = s.plan.predictor.predict_one(s.x)
+            predicted = self.index.cost_of(s.plan.names, s.size)
             out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
-                                   float(s.predicted), float(s.measured), label))
+                                   float(predicted), float(s.measured), label))
         return out

@@ -110,7 +110,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
             cols = [np.arange(columns[f].start, columns[f].stop) for f in plan.names]
             features = X[np.ix_(rows, np.concatenate(cols))] if cols else np.zeros((len(rows), 0))
             correct[b, rows] = plan.predictor.predict(features) == y[rows]
-            predicted[b, rows] = [plan.cost(s) for s in sizes[rows]]
+            predicted[b, rows] = [planner.index.cost_of(plan.names, s) for s in sizes[rows]]
             n_features[b, rows] = len(plan.names)
     return GridResult(budgets, correct, measured, predicted, n_features)
 
