@@ -1,4 +1,4 @@
-"""The paper's synthetic generator (spec §10): random feature costs and a monotone accuracy combiner."""
+"""The paper's synthetic generator: random feature costs and a monotone accuracy combiner."""
 
 from __future__ import annotations
 
