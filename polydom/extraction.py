@@ -174,7 +174,7 @@ def extract_features(
     Parameters
     ----------
     images : sequence of array_like
-        Valid images (see :func:`featurizers.validate_image`).
+        Valid images (see :func:`polydom.featurizers.validate_image`).
     features : sequence of Feature
     n_jobs : int, optional
         Items are split into chunks computed in parallel through joblib (``-1``: all cores).

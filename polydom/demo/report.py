@@ -110,10 +110,11 @@ def write_report(path, r: dict) -> str:
     add("## Budget violations\n")
     add("Share of (held-out image, budget) answers whose **measured** extraction time exceeded the budget, per "
         "size, over all budgets. Each feature of each held-out image was computed once, sequentially, and "
-        "timed; a set's measured time on an image is the sum of its features' times there. PolyDom picks its "
-        "set from the fitted (0.95-quantile) curves; the Greedy backends walk their sequence as "
-        "their `select` does at serving time, with a clock replaying those measured times, so a feature is started "
-        f"only while the time already spent plus its predicted cost fits. {_img(r['figures']['violations_by_size'], 'violations')}\n")
+        "timed; a set's measured time on an image is the sum of its features' times there. Every backend "
+        "answers through its index's `select`, as at serving time, with a clock replaying those measured times: "
+        "sets are chosen from the fitted (0.95-quantile) curves, and a walk over features (Greedy's sequence) "
+        "starts a feature only while the time already spent plus its predicted cost fits. "
+        f"{_img(r['figures']['violations_by_size'], 'violations')}\n")
     rows = []
     for n in names:
         gr = grids[n]
