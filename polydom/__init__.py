@@ -39,6 +39,7 @@ _EXPORTS = {
     "lattice_graph": ("polydom.lattice.graph", "lattice_graph"),
     "PolydomError": ("polydom.errors", "PolydomError"),
     "ExpansionLimitError": ("polydom.expansion", "ExpansionLimitError"),
+    "ExpansionError": ("polydom.expansion", "ExpansionError"),
     "ExpansionStore": ("polydom.cache", "ExpansionStore"),
     "CacheError": ("polydom.cache", "CacheError"),
     "build_progressive": ("polydom.progressive", "build_progressive"),

@@ -24,8 +24,10 @@ import numpy as np
 
 from polydom.index.values import Expansion
 
+from .errors import PolydomError
+
 __all__ = [
-    "FeatureSetLearner", "as_learners", "default_estimator", "default_learners", "make_splits", "standard_error",
+    "ScoringError", "FeatureSetLearner", "as_learners", "default_estimator", "default_learners", "make_splits", "standard_error",
 ]
 
 
@@ -40,6 +42,10 @@ def default_estimator(random_state=None):
     from sklearn.preprocessing import StandardScaler
 
     return make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1", random_state=random_state))
+
+
+class ScoringError(PolydomError, ValueError):
+    """A scorer gave a value polydom cannot maximise (outside ``[0, 1]`` or not finite)."""
 
 
 def default_learners() -> list[tuple[str, object]]:
@@ -368,7 +374,7 @@ class FeatureSetLearner:
                       for i, (t, name, est) in enumerate(survivors) if t == s]
             mean, _, name, est = max(ranked, key=lambda r: r[:2])
             if not (math.isfinite(mean) and 0.0 <= mean <= 1.0):
-                raise ValueError(
+                raise ScoringError(
                     f"scoring={self.scoring!r} gave {mean!r} for features {sorted(s)}; polydom maximises "
                     f"a score in [0, 1] -- use accuracy, balanced_accuracy, f1_macro or similar"
                 )

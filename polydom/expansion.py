@@ -25,7 +25,12 @@ from polydom.lattice import FeatureSpace
 
 from .errors import PolydomError
 
-__all__ = ["ModelRecorder", "ExpansionLimitError", "DeadlineReached"]
+__all__ = ["ModelRecorder", "ExpansionError", "ExpansionLimitError", "DeadlineReached"]
+
+
+class ExpansionError(PolydomError, RuntimeError):
+    """The black box raised while training a feature set; the message names the set, and the
+    original exception is chained as ``__cause__``."""
 
 
 class ExpansionLimitError(PolydomError, RuntimeError):
@@ -36,9 +41,19 @@ class DeadlineReached(PolydomError):
     """The precompute time budget ran out before the next batch (used by progressive alpha)."""
 
 
+def _expand_one(expand: Callable, features: frozenset):
+    """The black box on one set; a failure is re-raised naming the set it failed on."""
+    try:
+        return expand(features)
+    except PolydomError:
+        raise
+    except Exception as exc:
+        raise ExpansionError(f"expand({sorted(features)}) raised {type(exc).__name__}: {exc}") from exc
+
+
 def _train_chunk(expand: Callable, chunk: Sequence[frozenset]) -> list[Any]:
     """Run the black box on one chunk of sets (in a worker); results in order."""
-    return [expand(features) for features in chunk]
+    return [_expand_one(expand, features) for features in chunk]
 
 
 class ModelRecorder:
@@ -178,7 +193,7 @@ class ModelRecorder:
             for i, features in enumerate(sets):
                 if i:
                     self._check_deadline()  # stop between sets; what was trained is kept
-                yield self.expand(features)
+                yield _expand_one(self.expand, features)
             return
         from joblib import Parallel, delayed, effective_n_jobs
 

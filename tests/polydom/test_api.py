@@ -272,3 +272,14 @@ def test_numpy_scalars_are_served_as_floats(fig3):
 def test_bad_batches(fig3, sizes, budgets, exc):
     with pytest.raises(exc):
         fig3.lookup_many(sizes, budgets)
+
+
+def test_a_failing_black_box_is_named_with_the_set_it_failed_on():
+    def expand(features):
+        if features == {"F3"}:
+            return {"F2": 1}["F3"]  # a typo between costs and expand: a bare KeyError
+        return fig3_expand(features)
+
+    with pytest.raises(polydom.ExpansionError, match=r"expand\(\['F3'\]\) raised KeyError: 'F3'") as info:
+        polydom.build(FIG3_COSTS, expand, alpha=1.0, e=0.0, sandwich="all")
+    assert isinstance(info.value, polydom.PolydomError) and isinstance(info.value.__cause__, KeyError)
