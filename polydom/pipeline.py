@@ -15,6 +15,7 @@ their inputs did not change, so a refit with another ``alpha`` or backend only r
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -90,7 +91,7 @@ class FitSettings:
     @classmethod
     def from_params(cls, params: dict) -> "FitSettings":
         """Settings from ``get_params(deep=False)`` of a classifier whose parameters passed validation."""
-        names = [f for f in cls.__dataclass_fields__ if f not in ("features", "estimator")]
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("features", "estimator")]
         return cls(
             features=_feature_list(params["features"]),
             estimator=learner_estimator(params["estimator"], params["random_state"]),

@@ -197,6 +197,15 @@ def test_save_load_round_trip_gives_identical_predictions(fitted, digits, tmp_pa
     assert bare.lookup(256, 0.001) == fitted.index_.lookup(256, 0.001)
 
 
+def test_save_and_load_remember_the_path_and_version(fitted, tmp_path):
+    first = fitted.save(tmp_path / "clf")
+    assert (fitted.path_, fitted.version_) == (str(tmp_path / "clf"), first)
+    loaded = polydom.CostSensitiveClassifier.load(tmp_path / "clf")
+    assert (loaded.path_, loaded.version_) == (str(tmp_path / "clf"), first)
+    second = loaded.save(loaded.path_)
+    assert second != first and polydom.CostSensitiveClassifier.load(loaded.path_).version_ == second
+
+
 def test_load_refuses_an_index_the_classifier_did_not_save(tmp_path):
     index = polydom.build({"a": [1.0]}, lambda fs: 0.5 + 0.1 * len(fs))
     index.save(tmp_path / "plain")
