@@ -157,7 +157,7 @@ class ServingPlanner:
         ------
         TypeError, ValueError
             An invalid image, named by ``i``.
-        featurizers.FeatureError
+        polydom.featurizers.FeatureError
             A feature failed, naming it and the item.
         """
         array = validate_image(image, index=i)
