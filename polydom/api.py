@@ -12,7 +12,7 @@ from polydom.index.protocol import EXTRAPOLATE_POLICIES, CostSensitiveIndex
 from polydom.lattice import SANDWICH_MODES, Exploration, FeatureSpace
 from polydom.lattice import naive_expand_all as _naive_expand_all
 
-from .backends import backend_spec
+from .backends import BACKENDS, backend_spec
 from .expansion import ModelRecorder
 
 __all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "validate_problem"]
@@ -176,9 +176,14 @@ def build(
     space, curves, domain, e = validate_problem(costs, domain, e, sandwich)
     alpha = _real("alpha", alpha, low=1.0)
     cand_alpha = 1.0 if candidate_alpha is None else _real("candidate_alpha", candidate_alpha, low=1.0)
+    # An option left at None was not given; one given to a backend that has no use for it is
+    # refused, naming the backends it applies to.
+    backend_options = {k: v for k, v in backend_options.items() if v is not None or k in spec.options}
     unexpected = sorted(set(backend_options) - set(spec.options))
     if unexpected:
-        raise TypeError(f"unexpected options for the {backend} backend: {unexpected}")
+        elsewhere = sorted({n for o in unexpected for n, other in BACKENDS.items() if o in other.options})
+        raise TypeError(f"unexpected options for the {backend} backend: {unexpected}"
+                        + (f" (they apply to {elsewhere})" if elsewhere else ""))
     if tolerance is not None:
         tolerance = _real("tolerance", tolerance, low=0.0)
     if extrapolate not in EXTRAPOLATE_POLICIES:

@@ -57,6 +57,7 @@ def _resolve(path: str):
 _COMMON_OPTIONS = ("measured_range", "extrapolate")
 _POLYDOM_OPTIONS = ("alpha", "e", "sandwich", "candidate_alpha", "validate", "tolerance", "prefix_chains", "reference_size") + _COMMON_OPTIONS
 _GREEDY_OPTIONS = ("n0", "lambdas") + _COMMON_OPTIONS
+_FIXED_GRID_OPTIONS = ("n0",) + _COMMON_OPTIONS
 _GREEDY_CLASS, _GREEDY_BUILDER = "polydom.greedy.index:GreedyIndex", "polydom.greedy.build:build_greedy"
 
 BACKENDS: dict[str, BackendSpec] = {
@@ -65,8 +66,9 @@ BACKENDS: dict[str, BackendSpec] = {
         BackendSpec("polydom", "polydom.index.skyline:PolyDomIndex", "polydom.index.build:build_polydom", _POLYDOM_OPTIONS),
         BackendSpec("polydom-index-all", "polydom.index.baselines:PolyDomIndexAll", None, ()),
         BackendSpec("greedy", _GREEDY_CLASS, _GREEDY_BUILDER, _GREEDY_OPTIONS, {"backend": "greedy"}),
-        BackendSpec("greedy-acc", _GREEDY_CLASS, _GREEDY_BUILDER, _GREEDY_OPTIONS, {"backend": "greedy-acc"}),
-        BackendSpec("greedy-cost", _GREEDY_CLASS, _GREEDY_BUILDER, _GREEDY_OPTIONS, {"backend": "greedy-cost"}),
+        # The single-sequence variants fix their λ grid, so they take no lambdas.
+        BackendSpec("greedy-acc", _GREEDY_CLASS, _GREEDY_BUILDER, _FIXED_GRID_OPTIONS, {"backend": "greedy-acc"}),
+        BackendSpec("greedy-cost", _GREEDY_CLASS, _GREEDY_BUILDER, _FIXED_GRID_OPTIONS, {"backend": "greedy-cost"}),
     )
 }
 

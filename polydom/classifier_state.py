@@ -157,7 +157,8 @@ class ClassifierMetadata:
             "n0_": float(self.n0),
             "timing_sides_": tuple(self.timing_sides),
             "fit_stats_": dict(self.fit_stats),
-            "planner_": ServingPlanner(index, {f.name: f for f in resolve_features(index.features)}),
+            "planner_": ServingPlanner(index, {f.name: f for f in resolve_features(index.features)},
+                                       cascade=bool(self.params.get("cascade", False))),
         }
 
 

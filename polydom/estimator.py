@@ -30,10 +30,14 @@ __all__ = ["CostSensitiveClassifier", "Explanation"]
 
 
 def _estimator_has(attr: str):
-    """For ``available_if``: whether the learner (``None``: the default one) has ``attr``."""
-    from .pipeline import learner_estimator
+    """For ``available_if``: whether every learner (``None``: the default ones) has ``attr``."""
+    from .blackbox import as_learners
 
-    return lambda self: hasattr(self.estimator if self.estimator is not None else learner_estimator(None, None), attr)
+    def check(self) -> bool:
+        chosen = self.learners if self.learners is not None else self.estimator
+        return all(hasattr(est, attr) for _, est in as_learners(chosen))
+
+    return check
 
 
 class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
@@ -45,23 +49,45 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         The candidate features, by registry name or as :class:`polydom.featurizers.Feature`
         objects, in the index's feature order. ``None``: polydom's built-in image features.
     estimator : scikit-learn classifier, optional
-        The black-box learner, cloned for every feature set. ``None``: the paper's learner,
-        ``make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1"))``. Linear
-        classifiers (behind ``StandardScaler``) are served through a lean numpy path.
+        One black-box learner, cloned for every feature set (the paper's setting; its learner
+        was ``make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1"))``).
+        Linear classifiers (behind ``StandardScaler``) are served through a lean numpy path.
+    learners : list of classifiers or of (name, classifier), optional
+        Several learners: each feature set gets the best of them by cross-validation, raced on
+        the first fold so that clearly worse ones stop early. ``None`` and no ``estimator``:
+        :func:`polydom.blackbox.default_learners` (LDA with shrinkage, logistic regression).
     budget : float, optional
         Default seconds of feature extraction per image. ``None``: no limit.
     alpha : float, default 1.0
         Approximation factor of the PolyDom backend (>= 1; 1 is exact).
-    e : float, default 0.0
-        Monotonicity tolerance of the lattice exploration.
+    e : float or "auto", default "auto"
+        Monotonicity tolerance of the lattice exploration; ``"auto"`` measures it on the trained
+        sets (``index_.stats["e_used"]``), so that alpha = 1 stays exact on the scores it has.
+    tolerance : float, optional
+        The tie rule: among affordable sets within ``tolerance`` of the best, serve the cheapest.
+        ``None``: one standard error of the difference of their scores; ``0``: the paper's rule.
     cv : int or cross-validation splitter, default 5
         Folds for each feature set's score. An int gives stratified k-fold, grouped by ``groups``
         when ``fit`` gets them (keep renderings of one picture in one fold).
+    cv_repeats : int, default 1
+        With an int ``cv``: score every set on this many shuffled k-fold draws.
+    finalist_repeats : int, default 2
+        With an int ``cv``: the sets the index can serve are scored again on this many further
+        draws before the sweep, so the served sets carry the lowest-variance estimates.
+    cascade : bool, default False
+        Learn per-prefix confidence thresholds (out of fold) and stop computing features once a
+        prefix's model is sure (``explain`` shows where each image stopped).
+    cascade_loss : float, default 0.5
+        How much out-of-fold accuracy, in standard errors of the set's score, a cascade may give
+        up for the features it saves.
+    extrapolate : {"warn", "raise", "allow"}, default "warn"
+        A prediction for an image outside the timed sizes: warn once, raise, or stay silent.
     scoring : str or callable, default "accuracy"
         The score maximised; its values must lie in ``[0, 1]``.
-    cost_quantile : float in [0, 1] or "max", default 0.95
-        Each feature's cost curve lies at or above this quantile of its measured times at every
-        timed size; ``"max"`` is the paper's worst-case provisioning.
+    cost_quantile : float in [0, 1] or "max", default 0.5
+        The quantile of each feature's measured times its cost curve follows: the median by
+        default, since serving measures the real clock and falls back or upgrades as features
+        finish; ``"max"`` is the paper's worst-case provisioning.
     cost_degree : int, default 2
         Degree of the cost polynomials (non-negative coefficients).
     backend : str, default "polydom"
@@ -144,8 +170,15 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
                                              "a scikit-learn classifier")],
         "budget": [Real(low=0.0), NoneValue()],
         "alpha": [Real(low=1.0)],
-        "e": [Real(low=0.0)],
+        "learners": [NoneValue(), SequenceOf("scikit-learn classifiers or (name, classifier) pairs")],
+        "e": [Real(low=0.0), Options(("auto",))],
+        "tolerance": [NoneValue(), Real(low=0.0)],
         "cv": [Integer(low=2), Satisfies(lambda v: not isinstance(v, numbers.Integral), "a cross-validation splitter")],
+        "cv_repeats": [Integer(low=1)],
+        "finalist_repeats": [Integer(low=0)],
+        "cascade": [Boolean()],
+        "cascade_loss": [Real(low=0.0)],
+        "extrapolate": [Options(("warn", "raise", "allow"))],
         "scoring": [NoneValue(), Satisfies(lambda v: isinstance(v, str) or callable(v), "a scorer name or callable")],
         "cost_quantile": [Real(0.0, 1.0), Options(("max",))],
         "cost_degree": [Integer(low=0)],
@@ -161,16 +194,24 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         "progress": [NoneValue(), Boolean()],
     }
 
-    def __init__(self, features=None, estimator=None, *, budget=None, alpha=1.0, e=0.0, cv=5, scoring="accuracy",
-                 cost_quantile=0.95, cost_degree=2, backend="polydom", lambdas=None, timing_sides=None,
-                 timing_repeats=5, timing_images=8, cache_dir=None, warm_start=False, n_jobs=None,
-                 random_state=None, progress=None):
+    def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
+                 tolerance=None, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.5,
+                 extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2, backend="polydom",
+                 lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
+                 warm_start=False, n_jobs=None, random_state=None, progress=None):
         self.features = features
         self.estimator = estimator
+        self.learners = learners
         self.budget = budget
         self.alpha = alpha
         self.e = e
+        self.tolerance = tolerance
         self.cv = cv
+        self.cv_repeats = cv_repeats
+        self.finalist_repeats = finalist_repeats
+        self.cascade = cascade
+        self.cascade_loss = cascade_loss
+        self.extrapolate = extrapolate
         self.scoring = scoring
         self.cost_quantile = cost_quantile
         self.cost_degree = cost_degree
@@ -188,6 +229,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     def _check_params(self) -> None:
         """The constraint table, then the rules that relate two parameters."""
         validate_params(self.get_params(deep=False), self._constraints)
+        if self.estimator is not None and self.learners is not None:
+            raise ValueError("give estimator (one learner) or learners (several), not both")
         if self.lambdas is not None and "lambdas" not in backend_spec(self.backend).options:
             raise ValueError(f"lambdas applies to backend='greedy' only, got backend={self.backend!r}")
         if self.timing_sides is not None and len(set(self.timing_sides)) < self.cost_degree + 1:

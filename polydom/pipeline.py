@@ -38,18 +38,22 @@ MAX_FEATURES = 62
 
 
 def learner_estimator(estimator, random_state):
-    """The black box's learner: a clone of ``estimator`` (``None``: the paper's learner) with every
-    unset ``random_state`` -- nested ones included -- filled with ours."""
+    """The black box's learners as ``[(name, estimator), ...]``: clones of ``estimator`` (one
+    classifier, a list of them or of named pairs; ``None``: :func:`polydom.blackbox.default_learners`)
+    with every unset ``random_state`` -- nested ones included -- filled with ours."""
     from sklearn.base import clone
 
-    from .blackbox import default_estimator
+    from .blackbox import as_learners
 
-    est = default_estimator(None) if estimator is None else clone(estimator)
-    if random_state is None:
-        return est
-    updates = {k: random_state for k, v in est.get_params(deep=True).items()
-               if (k == "random_state" or k.endswith("__random_state")) and v is None}
-    return est.set_params(**updates) if updates else est
+    out = []
+    for name, est in as_learners(estimator):
+        est = clone(est)
+        if random_state is not None:
+            updates = {k: random_state for k, v in est.get_params(deep=True).items()
+                       if (k == "random_state" or k.endswith("__random_state")) and v is None}
+            est = est.set_params(**updates) if updates else est
+        out.append((name, est))
+    return out
 
 
 def _feature_list(features) -> list[Feature]:
@@ -73,8 +77,14 @@ class FitSettings:
     features: list
     estimator: Any
     alpha: float
-    e: float
+    e: Any
+    tolerance: Any
     cv: Any
+    cv_repeats: int
+    finalist_repeats: int
+    cascade: bool
+    cascade_loss: float
+    extrapolate: str
     scoring: Any
     cost_quantile: Any
     cost_degree: int
@@ -92,9 +102,10 @@ class FitSettings:
     def from_params(cls, params: dict) -> "FitSettings":
         """Settings from ``get_params(deep=False)`` of a classifier whose parameters passed validation."""
         names = [f.name for f in dataclasses.fields(cls) if f.name not in ("features", "estimator")]
+        learners = params["learners"] if params["learners"] is not None else params["estimator"]
         return cls(
             features=_feature_list(params["features"]),
-            estimator=learner_estimator(params["estimator"], params["random_state"]),
+            estimator=learner_estimator(learners, params["random_state"]),
             **{name: params[name] for name in names},
         )
 
@@ -127,6 +138,7 @@ class FitResult:
     timing_sides: tuple
     stats: dict
     warm: WarmStart = field(repr=False)
+    cascade: bool = False
 
     def fitted_attributes(self) -> dict[str, Any]:
         """The classifier's fitted attributes (``index_``, ``cost_fits_``, ``planner_`` ...), by name."""
@@ -137,7 +149,7 @@ class FitResult:
             "feature_columns_": self.columns, "cost_fits_": self.fits,
             "cost_curves_": {name: fit.curve for name, fit in self.fits.items()}, "n0_": self.n0,
             "timing_sides_": self.timing_sides, "fit_stats_": self.stats,
-            "planner_": ServingPlanner(self.index, {f.name: f for f in self.features}),
+            "planner_": ServingPlanner(self.index, {f.name: f for f in self.features}, cascade=self.cascade),
         }
 
 
@@ -173,8 +185,24 @@ def expansion_cache_key(matrix, y, splits, estimator, scoring) -> str:
     for train, test in splits:
         h.update(np.asarray(train).tobytes())
         h.update(np.asarray(test).tobytes())
-    h.update(repr((estimator, estimator.get_params(deep=True), scoring, sklearn.__version__)).encode())
+    learners = [(name, est, est.get_params(deep=True)) for name, est in estimator]
+    h.update(repr((learners, scoring, sklearn.__version__)).encode())
     return h.hexdigest()
+
+
+def _folds(s: FitSettings, y, groups):
+    """The folds every set is scored on, and the further folds that rescore the finalists.
+
+    Both come from one draw of ``cv_repeats + finalist_repeats`` repeated k-folds, so the
+    finalists' second opinion never reuses a split of the first.
+    """
+    from .blackbox import make_splits
+
+    if not isinstance(s.cv, int) or s.finalist_repeats == 0:
+        return make_splits(s.cv, y, groups, s.random_state, repeats=s.cv_repeats if isinstance(s.cv, int) else 1), []
+    every = make_splits(s.cv, y, groups, s.random_state, repeats=s.cv_repeats + s.finalist_repeats)
+    first = s.cv * s.cv_repeats
+    return every[:first], every[first:]
 
 
 def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
@@ -185,7 +213,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     """
     import polydom
 
-    from .blackbox import FeatureSetLearner, make_splits
+    from .blackbox import FeatureSetLearner
     from .extraction import extract_features, feature_fingerprint, images_fingerprint
 
     s = settings
@@ -210,12 +238,19 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
                                      degree=s.cost_degree, progress=s.progress)
 
     t2 = time.perf_counter()
-    splits = make_splits(s.cv, y, groups, s.random_state)
-    learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring)
+    splits, rescore_splits = _folds(s, y, groups)
+    learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring,
+                                rescore_splits=rescore_splits)
     n0 = float(np.median(sizes))
-    options: dict[str, Any] = {}
-    if "n0" in backend_spec(s.backend).options:
-        options["n0"] = n0  # backends that compare costs at one size compare them at the median item
+    spec = backend_spec(s.backend)
+    offered = {
+        "n0": n0,  # backends that compare costs at one size compare them at the median item
+        "reference_size": n0,  # and PolyDom orders its prefix chains by the costs there
+        "tolerance": s.tolerance,
+        "measured_range": (min(sides) ** 2, max(sides) ** 2),
+        "extrapolate": s.extrapolate,
+    }
+    options: dict[str, Any] = {k: v for k, v in offered.items() if k in spec.options}
     if s.lambdas is not None:
         options["lambdas"] = list(s.lambdas)
     cache = s.cache_path("expansions")
@@ -227,6 +262,10 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
                               backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
     finally:
         bar.close()
+    if s.cascade and getattr(index, "chains", None):
+        from .cascades import train_cascades
+
+        index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss))
     t3 = time.perf_counter()
 
     # Sets this build used ({} included), and how many of them were trained now rather than
@@ -236,9 +275,11 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         "images": len(images), "extract_seconds": t1 - t0, "features_cached": matrix.cached,
         "timing_seconds": t2 - t1, "build_seconds": t3 - t2,
         "expanded": expanded, "trained": bar.trained, "reused": expanded - bar.trained,
+        "learners": [name for name, _ in s.estimator], "learner_race": dict(learner.race),
+        "learner_chosen": {name: sum(1 for v in learner.chosen.values() if v == name) for name, _ in s.estimator},
     }
     return FitResult(
         index=index, classes=np.unique(y), features=list(s.features), columns=dict(matrix.columns), fits=fits,
         n0=n0, timing_sides=tuple(int(x) for x in sides), stats=stats,
-        warm=WarmStart(data_key, matrix, timing_key, fits),
+        warm=WarmStart(data_key, matrix, timing_key, fits), cascade=s.cascade,
     )

@@ -122,7 +122,7 @@ class ServingPlanner:
         At least every feature of ``index``.
     """
 
-    def __init__(self, index, features: Mapping[str, Feature]):
+    def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False):
         missing = [n for n in index.features if n not in features]
         if missing:
             raise ValueError(f"no Feature objects for the index's features {missing}")
@@ -130,10 +130,12 @@ class ServingPlanner:
         self.features = {n: features[n] for n in index.features}
         self._plans: dict[int, SetPlan] = {}
         self._models = index.models
+        # Stop buying features once a prefix's model is sure (only where thresholds were trained).
+        self.cascade = bool(cascade) and bool(getattr(index, "cascades", None))
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
-        return type(self)(self.index.with_costs(curves), self.features)
+        return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade)
 
     def plan(self, key: int) -> SetPlan:
         """The plan of the trained set with mask ``key`` (prepared once). ``O(1)`` once cached."""
@@ -165,10 +167,12 @@ class ServingPlanner:
         computed = {}
         features = self.features
 
-        def compute(name: str) -> None:
-            computed[name] = features[name].evaluate(array, index=i)
+        def compute(name: str) -> np.ndarray:
+            computed[name] = vector = features[name].evaluate(array, index=i)
+            return vector
 
-        choice = self.index.select(size, budget if budget <= _FLOAT_MAX else _FLOAT_MAX, compute)
+        options = {"stop_when_confident": True} if self.cascade else {}
+        choice = self.index.select(size, budget, compute, **options)
         plan = self.plan(choice.key)
         x = np.concatenate([computed[n] for n in plan.names]) if plan.names else _EMPTY
         # Nothing computed, nothing spent: the clock's own overhead is not extraction time.

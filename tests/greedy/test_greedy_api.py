@@ -62,7 +62,7 @@ def test_bad_n0(n0, error, match):
 
 @pytest.mark.parametrize("backend", ["greedy-acc", "greedy-cost"])
 def test_lambdas_with_a_single_sequence_variant_is_an_error(backend):
-    with pytest.raises(ValueError, match="lambdas"):
+    with pytest.raises(TypeError, match=r"lambdas.*apply to \['greedy'\]"):
         _build(backend=backend, lambdas=[0.0, 1.0])
 
 
