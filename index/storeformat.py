@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import PolydomError
+
 __all__ = [
     "StoreError", "IndexFormatError", "IndexVersionError",
     "FORMAT_VERSION", "STORE_KEY", "DATABASES", "MODEL_KEY_BYTES", "STATE_DIGEST_KEY",
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(PolydomError):
     """Base class of the storage layer's errors (re-exported by :mod:`polydom`)."""
 
 
