@@ -7,7 +7,7 @@ sets with each other), then refitted on all the training rows to give the model 
 The empty set is a majority-class :class:`~sklearn.dummy.DummyClassifier`, scored the same way.
 
 Several learners may be given: each set gets the best of them. They race: all are scored on the
-first fold, those clearly behind the leader there (by more than two binomial standard errors of
+first fold, those clearly behind the leader there (by more than one binomial standard error of
 a fold's accuracy) stop, and only the rest are scored on the remaining folds -- so training time
 grows with the learners that are close, not with the length of the list. Each set's score comes
 with a standard error (the corrected resampled-t variance of Nadeau and Bengio, which accounts for
@@ -356,8 +356,9 @@ class FeatureSetLearner:
         for s in todo:
             field = [(name, est) for t, name, est in entrants if t == s]
             lead = max(scores[(s, name)][0] for name, _ in field)
-            # Two binomial standard errors of one fold's accuracy at the leader's level.
-            margin = 2.0 * math.sqrt(max(lead * (1.0 - lead), 1e-4) / max(len(first[1]), 1))
+            # One binomial standard error of one fold's accuracy at the leader's level: a learner
+            # further behind than the noise of a single fold is not worth the remaining folds.
+            margin = math.sqrt(max(lead * (1.0 - lead), 1e-4) / max(len(first[1]), 1))
             kept = [(name, est) for name, est in field if scores[(s, name)][0] >= lead - margin]
             if len(field) > 1:
                 self.race["started"] += len(field)

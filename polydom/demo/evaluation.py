@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GridResult", "serve_grid", "serving_overhead", "lookup_latency"]
+__all__ = ["GridResult", "MODES", "serve_grid", "serving_overhead", "lookup_latency"]
 
 _FLOAT_MAX = sys.float_info.max
 
@@ -58,17 +58,32 @@ class GridResult:
         return (self.measured > self.budgets[:, None]).mean(axis=1)
 
 
-def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float):
-    """``index.select`` on one item, with a clock replaying its recorded feature times (``seconds``)."""
+#: How a grid serves: the index's own ``select`` (anytime for PolyDom), the cascade on top of it,
+#: or the plain rule -- look the set up from predicted costs, then compute all of it.
+MODES = ("select", "cascade", "plain")
+
+
+def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float,
+                     row: np.ndarray | None = None, columns: dict | None = None, mode: str = "select"):
+    """Serve one item with a clock replaying its recorded feature times (``seconds``); ``compute``
+    hands back the item's recorded feature vector (from ``row``) for models that read it."""
+    from polydom.index.protocol import CostSensitiveIndex
+
     now = [0.0]
 
     def compute(name):
         now[0] += seconds[positions[name]]
+        return None if row is None else row[columns[name]]
 
-    return index.select(size, min(budget, _FLOAT_MAX), compute, clock=lambda: now[0])
+    clock = lambda: now[0]  # noqa: E731 - a replayed clock
+    if mode == "plain":
+        return CostSensitiveIndex.select(index, size, min(budget, _FLOAT_MAX), compute, clock)
+    options = {"stop_when_confident": True} if mode == "cascade" else {}
+    return index.select(size, min(budget, _FLOAT_MAX), compute, clock, **options)
 
 
-def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float]) -> GridResult:
+def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float],
+               mode: str = "select") -> GridResult:
     """Serve every item of a precomputed feature matrix at every budget.
 
     Parameters
@@ -83,11 +98,15 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     y : array_like
         True labels.
     budgets : sequence of float
+    mode : {"select", "cascade", "plain"}, default "select"
+        See :data:`MODES`.
 
     Returns
     -------
     GridResult
     """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     planner = clf.planner_
     sizes = np.asarray(sizes, dtype=np.float64)
     y = np.asarray(y)
@@ -102,7 +121,8 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     for b, budget in enumerate(budgets):
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
-            choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget))
+            choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget),
+                                      X[i], columns, mode)
             keys[i], measured[b, i] = choice.key, choice.cost
         for key in np.unique(keys):
             rows = np.flatnonzero(keys == key)
