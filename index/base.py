@@ -24,10 +24,26 @@ def jsonable(value):
 
 
 class StoredIndex:
-    """Mixin for index classes that persist through :mod:`index.store`.
+    """Mixin for index classes that persist through the storage layer (:mod:`polydom.index.store`).
 
     A subclass provides ``space``, ``backend``, ``to_state()`` and ``from_state(state)``.
+
+    Snapshots and refresh
+    ---------------------
+    An index loaded from a path is a snapshot of one published version, and :meth:`refresh`
+    switches it to the newest one in place: the store reads that version as a new index of the
+    same class and this index takes it over (:meth:`_adopt`). A backend keeps everything its
+    serving paths read (lookups, batches, measured selection) in one attribute, ``_snapshot``,
+    built from its public state and read once per call; ``_adopt`` assigns it last, in one
+    assignment, so a lookup running meanwhile answers wholly from the old version or wholly from
+    the new. The index object, and any attribute the new version does not set, stay.
+
+    Invariant: ``_store`` is the :class:`~polydom.index.storage.reader.StoreReader` of the
+    version this index holds, or None for an index built in memory; only the storage layer sets
+    it, through :meth:`_attach_store`.
     """
+
+    _store = None
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -35,14 +51,46 @@ class StoredIndex:
         return self.space.names
 
     def save(self, path, **options) -> None:
-        """Persist the index, with its models, as an LMDB index at ``path`` (see :mod:`index.store`)."""
-        from .store import save_index
+        """Persist the index, with its models, as an LMDB index at ``path`` (see :mod:`polydom.index.store`)."""
+        from .store import save_index  # imported on use: serving an index never loads LMDB
 
         save_index(self, path, **options)
 
     def refresh(self) -> bool:
-        """Switch a loaded index to the newest published version at its path; False if unchanged."""
-        store = getattr(self, "_store", None)
-        if store is None:
+        """Switch a loaded index to the newest published version at its path; False if unchanged.
+
+        Call it from the thread that serves with this index, or between requests.
+
+        Raises
+        ------
+        RuntimeError
+            This index was built in memory, not loaded from a path.
+        IndexFormatError
+            The newest version is damaged or holds another backend (load it again instead).
+        """
+        if self._store is None:
             raise RuntimeError("this index was not loaded from a path; nothing to refresh")
-        return store.refresh(self)
+        fresh = self._store.newer(type(self))
+        if fresh is None:
+            return False
+        self._adopt(fresh)
+        return True
+
+    def _attach_store(self, reader) -> None:
+        """Record the store reader of the version this index was loaded from (the storage layer calls it)."""
+        self._store = reader
+
+    def _adopt(self, fresh: "StoredIndex") -> None:
+        """Take over ``fresh``, an index of the same class read from a newer version.
+
+        Every attribute ``fresh`` holds is set on this index -- its store reader included -- and
+        the serving snapshot last, in one assignment (see the class docstring).
+        """
+        if type(fresh) is not type(self):
+            raise TypeError(f"a {type(self).__name__} cannot adopt a {type(fresh).__name__}")
+        state = vars(fresh)
+        for name, value in state.items():
+            if name != "_snapshot":
+                setattr(self, name, value)
+        if "_snapshot" in state:
+            self._snapshot = state["_snapshot"]

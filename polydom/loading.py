@@ -1,4 +1,4 @@
-"""``polydom.load``: open a saved index for serving (see :mod:`index.store` for the guarantees)."""
+"""``polydom.load``: open a saved index for serving (see :mod:`polydom.index.store` for the guarantees)."""
 
 from __future__ import annotations
 

@@ -27,38 +27,11 @@ import json
 import zipfile
 from collections.abc import Iterable
 
-from .storeformat import StoreError
+from .errors import ModelIntegrityError, UnsupportedModelError, UntrustedModelError
 
 __all__ = [
-    "UnsupportedModelError", "ModelLoadError", "ModelIntegrityError", "UntrustedModelError",
     "default_trusted_types", "normalize_trusted", "payload_types", "encode_model", "decode_model", "digest",
 ]
-
-
-class UnsupportedModelError(StoreError, TypeError):
-    """``save`` met a model that skops cannot store (nothing was published)."""
-
-
-class ModelLoadError(StoreError):
-    """A stored model was refused; nothing in its payload was executed."""
-
-
-class ModelIntegrityError(ModelLoadError):
-    """A model payload does not match its stored SHA-256 (corrupted or tampered with)."""
-
-
-class UntrustedModelError(ModelLoadError):
-    """A model payload names types or functions outside the trusted list.
-
-    Attributes
-    ----------
-    untrusted : list of str
-        The fully qualified names that would have to be trusted, sorted.
-    """
-
-    def __init__(self, message: str, untrusted: Iterable[str] = ()):
-        super().__init__(message)
-        self.untrusted = sorted(untrusted)
 
 
 # What polydom vouches for: plain values, numpy arrays and scalars, and scikit-learn's linear

@@ -12,7 +12,7 @@ database      key                             value
                                               (dtype and shape recorded under STORE_KEY);
                                               the explored sets and their accuracies are
                                               two of these arrays
-``models``    mask, 8 bytes big-endian        a skops payload (:mod:`index.modelcodec`)
+``models``    mask, 8 bytes big-endian        a skops payload (:mod:`.modelcodec`)
 ``checksums`` the same mask key               SHA-256 of that payload
               ``b"state"``                    SHA-256 over every meta and arrays record
 ============  ==============================  ===========================================
@@ -22,7 +22,8 @@ writer that emits models in ascending mask order only ever appends (``putmulti(a
 each B-tree page filled once). Every value in ``meta`` and ``arrays`` is covered by the
 ``state`` digest, so a damaged record is an :class:`IndexFormatError`, never a wrong answer.
 
-Pure functions: no I/O happens here (see :mod:`index.store`).
+Pure functions: no I/O happens here (the files are read in :mod:`.reader` and written in
+:mod:`.writer`).
 """
 
 from __future__ import annotations
@@ -36,34 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import PolydomError
+from .errors import IndexFormatError, IndexVersionError
 
 __all__ = [
-    "StoreError", "IndexFormatError", "IndexVersionError",
     "FORMAT_VERSION", "STORE_KEY", "DATABASES", "MODEL_KEY_BYTES", "STATE_DIGEST_KEY",
     "model_key", "mask_of", "EncodedState", "encode_state", "store_record", "state_digest", "decode_state",
 ]
-
-
-class StoreError(PolydomError):
-    """Base class of the storage layer's errors (re-exported by :mod:`polydom`)."""
-
-
-class IndexFormatError(StoreError, ValueError):
-    """The path holds no readable polydom index: not one, not LMDB, truncated, corrupted or inconsistent."""
-
-
-class IndexVersionError(IndexFormatError):
-    """The index was written in a storage format this polydom cannot read.
-
-    Attributes
-    ----------
-    found, supported : int
-    """
-
-    def __init__(self, message: str, found, supported: int):
-        super().__init__(message)
-        self.found, self.supported = found, supported
 
 
 #: Bumped whenever a reader of the old layout would misread the new one.

@@ -20,7 +20,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import polydom
-from polydom.index import modelcodec, storeformat
+from polydom.index.storage import modelcodec
+from polydom.index.storage import records as storeformat
 from polydom.index.store import store_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,6 +277,18 @@ def test_refresh_switches_to_the_newest_version_in_place(tmp_path):
     assert np.array_equal(old_choice.model.predict(a_columns(old_choice.key)), a.models[old_choice.key].predict(a_columns(old_choice.key)))
     with pytest.raises(RuntimeError, match="not loaded from a path"):
         a.refresh()
+
+
+def test_refresh_keeps_the_index_object_and_its_attribute_dict(built, tmp_path):
+    index, _ = built
+    path = tmp_path / "i"
+    index.save(path)
+    loaded = polydom.load(path)
+    attributes, reader = vars(loaded), store_of(loaded)
+    index.save(path)
+    assert loaded.refresh() is True
+    assert vars(loaded) is attributes and store_of(loaded) is not reader
+    assert store_of(loaded).version == "v00000002" and reader.version == "v00000001"
 
 
 def test_refresh_refuses_to_change_the_backend(built, tmp_path):

@@ -1,0 +1,170 @@
+"""Open a published index: resolve ``current``, pin that version, check its records, rebuild the index.
+
+The storage layer never imports an index class: the backend tag stored in the metadata is turned
+into a class by the ``resolve`` callable (by default the registry in :mod:`polydom.index.backends`),
+whose ``from_state`` rebuilds the index from an :class:`~polydom.index.state.IndexState`. The
+rebuilt index lives in memory, so lookups never touch the disk; its models stay in the version's
+LMDB file until first used (:class:`~.lazymodels.LazyModels`).
+
+A loaded index is a consistent snapshot of one version. Its :class:`StoreReader` -- attached
+with the index's ``_attach_store`` -- knows where it came from and reads the next version for
+``refresh``; answers already returned (``Choice``) keep the models of their own version.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+
+import lmdb
+
+from ..backends import backend_class
+from ..state import IndexState
+from .errors import IndexFormatError, IndexNotFoundError
+from .layout import read_current
+from .lazymodels import LazyModels
+from .modelcodec import normalize_trusted
+from .records import STATE_DIGEST_KEY, decode_state
+from .versions import OpenVersion, open_version
+
+__all__ = ["StoreReader", "load_index", "store_of"]
+
+#: Times ``current`` is resolved again when the version it names disappears before it is pinned
+#: (each time a save published a newer one meanwhile); more means the index is damaged.
+_PIN_ATTEMPTS = 8
+
+
+def _check_root(root: str) -> None:
+    try:
+        st = os.stat(root)
+    except (FileNotFoundError, NotADirectoryError):
+        raise IndexNotFoundError(f"no index at {root}: the path does not exist") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise IndexFormatError(
+            f"{root} is a file, not a polydom index (an index is a directory written by index.save)"
+        )
+
+
+def _read_version(version: OpenVersion, trusted: frozenset, resolve: Callable[[str], type]):
+    """The index stored in ``version``: records checked (:mod:`.records`), models left lazy."""
+    env, dbs = version.environment()
+    try:
+        with env.begin() as txn:
+            meta = dict(txn.cursor(db=dbs[b"meta"]))
+            arrays = dict(txn.cursor(db=dbs[b"arrays"]))
+            state_check = txn.get(STATE_DIGEST_KEY, db=dbs[b"checksums"])
+    except lmdb.Error as exc:
+        raise IndexFormatError(f"{version.where}: the LMDB environment is damaged ({exc})") from None
+    meta, arrays, info = decode_state(meta, arrays, state_check, version.where)
+    count = info.get("models")
+    if not isinstance(count, int) or count < 0:
+        raise IndexFormatError(f"{version.where}: bad model count {count!r}")
+    try:
+        cls = resolve(meta["backend"])
+    except KeyError as exc:
+        raise IndexFormatError(f"{version.where}: {exc.args[0] if exc.args else exc}") from None
+    models = LazyModels(version, count, trusted, meta["features"])
+    try:
+        return cls.from_state(IndexState(meta, arrays, models))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise IndexFormatError(f"{version.where}: the stored metadata is inconsistent ({exc!r})") from exc
+
+
+def _resolve_and_read(root: str, trusted: frozenset, resolve):
+    name = None
+    for _ in range(_PIN_ATTEMPTS):
+        name = read_current(root)
+        version = open_version(root, name)
+        if version is not None:
+            return version, _read_version(version, trusted, resolve)
+    raise IndexFormatError(f"{root}: its published version {name!r} is missing (the index is damaged); save it again")
+
+
+class StoreReader:
+    """Where a loaded index came from: the path, the version it holds, how to read the next one.
+
+    Attributes
+    ----------
+    path : str
+        The index directory (absolute).
+    version : str
+        The published version this index is a snapshot of, e.g. ``"v00000007"``.
+    trusted : frozenset of str
+        The caller's extra trusted model types.
+    """
+
+    def __init__(self, path: str, version: OpenVersion, trusted: frozenset, resolve: Callable[[str], type]):
+        self.path = path
+        self.version = version.name
+        self.trusted = trusted
+        self._resolve = resolve
+        # Held for as long as the index is: it keeps the version pinned and its models readable.
+        self._version = version
+
+    def newer(self, expected: type):
+        """The newest published version as a new index, or None when it is the one this reader holds.
+
+        The new index carries its own reader. A snapshot swap needs the same class on both
+        sides, so a version rebuilt with another backend is refused.
+
+        Raises
+        ------
+        IndexFormatError
+            The new version's index is not an ``expected`` (or it is damaged).
+        """
+        if read_current(self.path) == self.version:
+            return None
+        fresh = load_index(self.path, trusted=self.trusted, resolve=self._resolve)
+        if type(fresh) is not expected:
+            raise IndexFormatError(
+                f"the index at {self.path} was rebuilt as a {type(fresh).__name__} (backend {fresh.backend!r}); "
+                f"refresh() cannot turn a {expected.__name__} into it -- load it again with polydom.load"
+            )
+        return fresh
+
+    def __repr__(self) -> str:
+        return f"<StoreReader {self.path} @ {self.version}>"
+
+
+def load_index(path, *, trusted=None, resolve: Callable[[str], type] | None = None):
+    """Open the index published at ``path``: metadata checked now, models loaded on first use.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A directory written by :func:`~.writer.save_index`.
+    trusted : iterable of str or type, optional
+        Model types to trust beyond polydom's list (see :mod:`.modelcodec`).
+    resolve : callable, optional
+        Backend tag -> index class (a :class:`~polydom.index.base.StoredIndex`); defaults to
+        :func:`polydom.index.backends.backend_class`.
+
+    Returns
+    -------
+    PolyDomIndex (or the class registered for the stored backend)
+        With a :class:`StoreReader` attached (:func:`store_of` returns it).
+
+    Raises
+    ------
+    IndexNotFoundError
+        ``path`` does not exist.
+    IndexFormatError
+        Not an index, not LMDB, truncated, corrupted, unknown backend, inconsistent metadata.
+    IndexVersionError
+        An incompatible storage format.
+    TypeError
+        ``trusted`` is not a list of names or types.
+    """
+    trusted = normalize_trusted(trusted)
+    resolve = resolve or backend_class
+    root = os.path.abspath(os.fspath(path))
+    _check_root(root)
+    version, index = _resolve_and_read(root, trusted, resolve)
+    index._attach_store(StoreReader(root, version, trusted, resolve))
+    return index
+
+
+def store_of(index) -> StoreReader | None:
+    """The :class:`StoreReader` of a loaded index, or None for one built in memory."""
+    return getattr(index, "_store", None)
