@@ -199,8 +199,10 @@ class FeatureSetLearner:
     fits : int
         Sets trained (cache misses), the empty set included.
     race : dict
-        ``started`` (learner-set pairs scored on the first fold) and ``dropped`` (pairs
-        stopped there as clearly worse).
+        ``started`` (learner-set pairs scored on the first fold), ``dropped`` (pairs stopped
+        there as clearly worse), ``contested`` and ``wins`` (sets decided among several learners,
+        and who won them) and ``retired`` (learners that stopped entering; see
+        :meth:`_retire_losers`).
     """
 
     def __init__(
@@ -230,7 +232,7 @@ class FeatureSetLearner:
         self.chosen: dict[frozenset, str] = {}
         self.fold_scores: dict[frozenset, np.ndarray] = {}
         self.fits = 0
-        self.race = {"started": 0, "dropped": 0}
+        self.race = {"started": 0, "dropped": 0, "contested": 0, "wins": {}, "retired": []}
         self.rescore_splits = list(rescore_splits)
         self.rescored: set[frozenset] = set()
         self._oof: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
@@ -264,7 +266,7 @@ class FeatureSetLearner:
         todo = [s for s in dict.fromkeys(sets) if s not in self.rescored and s and self.rescore_splits]
         if todo:
             sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
-            chosen = {s: dict(self._candidates(s))[self.chosen[s]] for s in todo}
+            chosen = {s: self._learner(s) for s in todo}
             tasks = [(s, chosen[s], tr, te) for s in todo for tr, te in self.rescore_splits]
             extra = iter(self._run(tasks, sliced))
             for s in todo:
@@ -289,7 +291,7 @@ class FeatureSetLearner:
         if features in self._oof:
             return self._oof[features]
         self.many([features])
-        model = dict(self._candidates(features))[self.chosen[features]]
+        model = self._learner(features)
         if not hasattr(model, "predict_proba"):
             return None
         classes = np.unique(self.y)
@@ -319,12 +321,40 @@ class FeatureSetLearner:
 
     # ------------------------------------------------------------------ training
 
+    #: Sets decided with the full field before a learner that keeps losing may retire.
+    RETIRE_AFTER = 12
+    #: The share of those sets a learner must win to stay in the race.
+    RETIRE_BELOW = 0.1
+
     def _candidates(self, features: frozenset) -> list[tuple[str, object]]:
         from sklearn.dummy import DummyClassifier
 
         if not features:
             return [("prior", DummyClassifier(strategy="most_frequent"))]
-        return self.learners
+        return [(name, est) for name, est in self.learners if name not in self.race["retired"]]
+
+    def _learner(self, features: frozenset):
+        """The (unfitted) learner that won ``features``, retired or not."""
+        from sklearn.dummy import DummyClassifier
+
+        if not features:
+            return DummyClassifier(strategy="most_frequent")
+        return dict(self.learners)[self.chosen[features]]
+
+    def _retire_losers(self) -> None:
+        """Retire learners that won fewer than :attr:`RETIRE_BELOW` of the first contested sets.
+
+        Learners keep their rank across feature sets of one problem more often than not, so a
+        learner that almost never wins the first :attr:`RETIRE_AFTER` sets is not worth a fold on
+        every later one. Sets are trained in a fixed order, so retirement is deterministic.
+        """
+        contested = self.race["contested"]
+        if contested < self.RETIRE_AFTER or len(self.learners) - len(self.race["retired"]) < 2:
+            return
+        for name, _ in self.learners:
+            if self.race["wins"].get(name, 0) < self.RETIRE_BELOW * contested and name not in self.race["retired"]:
+                if len(self.learners) - len(self.race["retired"]) > 1:
+                    self.race["retired"].append(name)
 
     def _fit_one(self, model, Xs: np.ndarray, train, test):
         """Fit a clone on ``train`` rows; the score on ``test``, or the model when ``test`` is None."""
@@ -374,12 +404,16 @@ class FeatureSetLearner:
             ranked = [(float(np.mean(scores[(s, name)])), -i, name, est)
                       for i, (t, name, est) in enumerate(survivors) if t == s]
             mean, _, name, est = max(ranked, key=lambda r: r[:2])
+            if s and len(self.learners) - len(self.race["retired"]) > 1:
+                self.race["contested"] += 1
+                self.race["wins"][name] = self.race["wins"].get(name, 0) + 1
             if not (math.isfinite(mean) and 0.0 <= mean <= 1.0):
                 raise ScoringError(
                     f"scoring={self.scoring!r} gave {mean!r} for features {sorted(s)}; polydom maximises "
                     f"a score in [0, 1] -- use accuracy, balanced_accuracy, f1_macro or similar"
                 )
             winners[s] = (mean, name, est)
+        self._retire_losers()
         # The winner of each set, refitted on every row, is the model a lookup returns.
         models = self._run([(s, winners[s][2], None, None) for s in todo], sliced)
         for s, model in zip(todo, models):

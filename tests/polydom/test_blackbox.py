@@ -25,7 +25,7 @@ def test_a_clearly_worse_learner_is_dropped_after_the_first_fold(digits):
                                                 ("logreg", LogisticRegression(max_iter=500))], splits)
     result = learner(frozenset({"top", "bottom"}))
     assert learner.chosen[frozenset({"top", "bottom"})] == "logreg"
-    assert learner.race == {"started": 2, "dropped": 1}
+    assert (learner.race["started"], learner.race["dropped"], learner.race["wins"]) == (2, 1, {"logreg": 1})
     assert len(learner.fold_scores[frozenset({"top", "bottom"})]) == 3
     assert isinstance(result.model, LogisticRegression) and result.accuracy > 0.8
 
@@ -97,3 +97,19 @@ def test_finalists_are_rescored_on_more_folds_before_the_sweep(digits):
     # Sets that never reached the skyline keep their first score.
     others = [s for s in learner.cache if s and s not in learner.rescored]
     assert others and all(len(learner.fold_scores[s]) == 3 for s in others)
+
+
+def test_a_learner_that_keeps_losing_retires(digits):
+    X, y, _ = digits
+    columns = {f"c{i}": slice(8 * i, 8 * (i + 1)) for i in range(8)}
+    learner = FeatureSetLearner(X, y, columns, [("lda", LogisticRegression(max_iter=300)),
+                                                ("chance", DummyClassifier(strategy="uniform", random_state=0))],
+                                make_splits(2, y, random_state=0))
+    sets = [frozenset({f"c{i}", f"c{(i + 1) % 8}"}) for i in range(8)] + [frozenset({f"c{i}"}) for i in range(8)]
+    learner.many(sets[:12])
+    assert learner.race["retired"] == ["chance"] and learner.race["contested"] == 12
+    started = learner.race["started"]
+    learner.many(sets[12:])
+    assert learner.race["started"] == started  # the rest were not contested: one learner left
+    assert all(learner.chosen[s] == "lda" for s in sets)
+    assert learner.oof_proba(sets[0])[0].shape == (len(y), 10)
