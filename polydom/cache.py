@@ -5,7 +5,8 @@ Each trained set is committed in its own write transaction the moment it comes b
 black box, so a build killed at any point (SIGKILL included) loses at most the sets in flight;
 run again, it trains only what is missing. LMDB's copy-on-write commits never leave a torn entry.
 
-Entries are keyed by the caller's ``cache_key`` and the set's **feature names** (sorted), not by
+Entries are keyed by the caller's ``cache_key`` and the set's **feature names** (sorted, each
+length-prefixed, so no name -- the empty one included -- can make two sets share a key), not by
 bitmask: a rebuild with another alpha, or after adding a feature (which renumbers the bits),
 reuses every set already trained under the same key. A black box cannot be fingerprinted, so the
 key is the caller's promise that "same key" means same data, learner and feature definitions
@@ -17,9 +18,12 @@ list, as in a published index -- never pickled.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from collections.abc import Iterable, Sequence
+
+from polydom.index.values import Expansion
 
 from polydom.index.modelcodec import decode_model, digest, encode_model, normalize_trusted
 
@@ -27,8 +31,9 @@ from .errors import PolydomError
 
 __all__ = ["ExpansionStore", "CacheError"]
 
-_SEP = b"\x1f"
-_HEADER = struct.Struct(">d?")  # accuracy, has-model
+_FORMAT = b"v2"  # entries of the first format (ambiguous keys, no standard error) are not read
+_HEADER = struct.Struct(">dd?")  # accuracy, standard error (NaN: none), has-model
+_LENGTH = struct.Struct(">I")
 _MAP_SIZE = 1 << 36  # a sparse reservation; the file grows with the data
 
 
@@ -58,8 +63,8 @@ class ExpansionStore:
 
         if not isinstance(cache_key, str) or not cache_key:
             raise CacheError(f"cache_key must be a non-empty string, got {cache_key!r}")
-        if _SEP.decode() in cache_key or "\x00" in cache_key:
-            raise CacheError("cache_key must not contain control separators")
+        if "\x00" in cache_key:
+            raise CacheError("cache_key must not contain NUL characters")
         path = os.fspath(path)
         if os.path.exists(path) and not os.path.isdir(path):
             raise CacheError(f"expansion cache path {path!r} exists and is not a directory")
@@ -69,34 +74,50 @@ class ExpansionStore:
         except (OSError, lmdb.Error) as exc:
             raise CacheError(f"cannot open expansion cache at {path!r}: {exc}") from None
         self._db = self._env.open_db(b"expansions")
-        self._prefix = cache_key.encode() + b"\x00"
+        self._prefix = _FORMAT + b"\x00" + cache_key.encode() + b"\x00"
         self._trusted = normalize_trusted(trusted)
         self.path = path
         self.cache_key = cache_key
 
     def _key(self, names: Sequence[str]) -> bytes:
-        if any(_SEP.decode() in n or "\x00" in n for n in names):
-            raise CacheError(f"feature names used with the expansion cache must not contain control separators: {sorted(names)!r}")
-        return self._prefix + _SEP.join(n.encode() for n in sorted(names))
+        encoded = [n.encode() for n in sorted(names)]
+        return self._prefix + _LENGTH.pack(len(encoded)) + b"".join(_LENGTH.pack(len(e)) + e for e in encoded)
 
-    def get(self, names: Sequence[str]):
-        """``(accuracy, model)`` for the set, or None when it was never trained under this key."""
+    def get(self, names: Sequence[str]) -> Expansion | None:
+        """The set's cached :class:`Expansion`, or None when it was never trained under this key.
+
+        Raises
+        ------
+        CacheError
+            The entry is damaged: truncated, or holding an accuracy outside ``[0, 1]`` or a
+            negative or infinite standard error.
+        """
         with self._env.begin(db=self._db) as txn:
             raw = txn.get(self._key(names))
             if raw is None:
                 return None
             raw = bytes(raw)
-        accuracy, has_model = _HEADER.unpack_from(raw)
+        what = f"cached entry for {sorted(names)} in {self.path!r}"
+        if len(raw) < _HEADER.size:
+            raise CacheError(f"{what} is truncated ({len(raw)} bytes)")
+        accuracy, std_error, has_model = _HEADER.unpack_from(raw)
+        if not (math.isfinite(accuracy) and 0.0 <= accuracy <= 1.0):
+            raise CacheError(f"{what} holds accuracy {accuracy!r}, not a number in [0, 1]")
+        if not (math.isnan(std_error) or (math.isfinite(std_error) and std_error >= 0.0)):
+            raise CacheError(f"{what} holds standard error {std_error!r}")
+        se = None if math.isnan(std_error) else std_error
         if not has_model:
-            return accuracy, None
+            return Expansion(accuracy, None, se)
         body = raw[_HEADER.size :]
+        if len(body) < 32:
+            raise CacheError(f"{what} is truncated inside its model checksum")
         checksum, payload = body[:32], body[32:]
-        what = f"cached model for {sorted(names)}"
-        return accuracy, decode_model(payload, checksum, self._trusted, what)
+        return Expansion(accuracy, decode_model(payload, checksum, self._trusted, f"cached model for {sorted(names)}"), se)
 
-    def put(self, names: Sequence[str], accuracy: float, model=None) -> None:
+    def put(self, names: Sequence[str], accuracy: float, model=None, std_error: float | None = None) -> None:
         """Commit one trained set (durable when this returns)."""
-        value = _HEADER.pack(float(accuracy), model is not None)
+        se = math.nan if std_error is None else float(std_error)
+        value = _HEADER.pack(float(accuracy), se, model is not None)
         if model is not None:
             payload = encode_model(model, f"model for {sorted(names)}")
             value += digest(payload) + payload

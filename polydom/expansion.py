@@ -133,10 +133,11 @@ class ModelRecorder:
             if hit is None:
                 todo.append(m)
             else:
-                acc, model = hit
-                out[m] = acc
-                if model is not None:
-                    self.models[m] = model
+                out[m] = hit.accuracy
+                if hit.model is not None:
+                    self.models[m] = hit.model
+                if hit.std_error is not None:
+                    self.std_errors[m] = hit.std_error
                 self.reused += 1
         if todo:
             self._check_limits(len(todo))
@@ -149,7 +150,7 @@ class ModelRecorder:
                 if checked.std_error is not None:
                     self.std_errors[m] = checked.std_error
                 if self.store is not None:
-                    self.store.put(self.space.sorted_names(m), acc, model)
+                    self.store.put(self.space.sorted_names(m), acc, model, checked.std_error)
                 out[m] = acc
                 self.calls += 1
                 if self.on_trained is not None:
