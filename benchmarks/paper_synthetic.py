@@ -27,7 +27,7 @@ from pathlib import Path
 
 import polydom
 
-# Spec §13.1 (read off Fig. 6): expansions at 1/4/8/10/12 features.
+# The paper's Fig. 6 (read off the plot): expansions at 1/4/8/10/12 features.
 PAPER_FIG6 = {
     ("cf1", 1.0): {1: 2, 4: 11, 8: 30, 10: 48, 12: 167},
     ("cf1", 1.2): {1: 2, 4: 10, 8: 18, 10: 21, 12: 86},
@@ -36,12 +36,12 @@ PAPER_FIG6 = {
     ("cf1", "greedy"): {1: 1, 4: 11, 8: 34, 10: 57, 12: 86},
     ("cfinf", "greedy"): {1: 1, 4: 10, 8: 51, 10: 80, 12: 132},
 }
-# Spec §13.2 (Fig. 7): index sizes at alpha = 1.2 (IndexAll, PolyDom a=1, PolyDom a=1.2, Naive).
+# The paper's Fig. 7: index sizes at alpha = 1.2 (IndexAll, PolyDom a=1, PolyDom a=1.2, Naive).
 PAPER_FIG7 = {
     "cf1": {8: (590, 190, 180, 20), 10: (1040, 290, 250, 25), 12: (6450, 440, 340, 85)},
     "cfinf": {8: (10300, 1400, 370, 100), 10: (29000, 4000, 880, 150), 12: (46500, 6100, 735, 150)},
 }
-# Spec §13.3 (Fig. 9): accuracy at item size 50, 12 features.
+# The paper's Fig. 9: accuracy at item size 50, 12 features.
 FIG9_BUDGETS = [1, 50, 100, 250, 500, 1000, 3000, 10000]
 PAPER_FIG9 = {
     ("cf1", "polydom a=1"): [.50, .50, .50, .758, .758, .758, .775, .775],

@@ -1,4 +1,4 @@
-"""Anytime retrieval (spec §9.4): walk a λ's sequence while the next feature still fits the budget.
+"""Anytime retrieval: walk a λ's sequence while the next feature still fits the budget.
 
 Both walks stop at the first feature that does not fit and never skip ahead: models exist only
 for prefixes of a sequence.

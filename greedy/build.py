@@ -42,7 +42,7 @@ def build_greedy(
         Already validated.
     backend : {"greedy", "greedy-acc", "greedy-cost"}
         ``"greedy-acc"`` is Greedy with ``lambdas=[0]`` (most accuracy first), ``"greedy-cost"``
-        with ``lambdas=[inf]`` (least cost first), named by behaviour (spec §9.5).
+        with ``lambdas=[inf]`` (least cost first), named by behaviour.
     n0 : float
         Required. The item size at which feature costs are compared while building the
         sequences and the skyline (e.g. the median item size); must lie in ``domain``.
@@ -57,7 +57,7 @@ def build_greedy(
     -------
     GreedyIndex
         ``stats``: ``trained`` (black-box calls, ``{}`` included), ``expanded`` (distinct
-        non-empty sets trained: the paper's Metric 1, trap T13), ``sequences`` (distinct),
+        non-empty sets trained: the paper's Metric 1, repeats counted once), ``sequences`` (distinct),
         ``prefixes`` (distinct recorded prefix sets, ``{}`` included), ``index_entries``
         (skyline length), ``lambdas`` (grid size), ``build_seconds``.
         ``models`` holds the models of the recorded prefixes only -- the sets a lookup can return.

@@ -1,4 +1,4 @@
-"""Greedy expansion (Algorithm 4, spec §9.2): one feature sequence per λ, black-box calls shared."""
+"""Greedy expansion (the paper's Algorithm 4): one feature sequence per λ, black-box calls shared."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class GreedyExpansion:
 
     @property
     def expanded(self) -> int:
-        """Distinct non-empty sets trained: the paper's Metric 1 for Greedy (trap T13)."""
+        """Distinct non-empty sets trained: the paper's Metric 1 for Greedy (repeats across λ count once)."""
         return len(self.accuracy) - (0 in self.accuracy)
 
 
@@ -50,7 +50,7 @@ def greedy_sequences(
     """Grow one sequence per λ by repeatedly adding the feature of best gain.
 
     The gain of adding ``f`` to the current set ``S`` is ``a(S + f) - a(S) - λ c(f, n0)``.
-    Ties -- ubiquitous under cf₁, where every Δa after the first step is 0 (trap T14) -- go to
+    Ties -- ubiquitous under cf₁, where every Δa after the first step is 0 -- go to
     the cheaper feature at ``n0``, then to the lower feature index. ``λ = inf`` adds the cheapest
     feature first, ties going to the larger Δa, then the lower index.
 

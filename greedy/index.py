@@ -31,7 +31,7 @@ __all__ = ["GreedyIndex"]
 
 
 class GreedyIndex(CostSensitiveIndex):
-    """Greedy's two indexes (spec §9.3) and its anytime retrieval (spec §9.4).
+    """Greedy's two indexes (sequences and prefix skyline) and its anytime retrieval.
 
     Built by :func:`polydom.build` with ``backend="greedy"``, ``"greedy-acc"`` or
     ``"greedy-cost"``; see the module docstring for the invariants.

@@ -11,10 +11,10 @@ __all__ = ["GREEDY_BACKENDS", "DEFAULT_LAMBDAS", "resolve_lambdas", "check_n0"]
 #: Backend tags served by :class:`greedy.GreedyIndex`.
 GREEDY_BACKENDS = ("greedy", "greedy-acc", "greedy-cost")
 
-#: The paper's grid ``L`` (spec §10).
+#: The paper's grid ``L`` of λ values.
 DEFAULT_LAMBDAS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 
-# Named by behaviour, as the paper's §5 does (spec §9.5, trap T12): its §4 swaps the two names
+# Named by behaviour, as the paper's experiments section does: its method section swaps the two names
 # and writes L = {-inf}, which would add the most expensive feature first.
 _FIXED_GRIDS = {"greedy-acc": (0.0,), "greedy-cost": (math.inf,)}
 

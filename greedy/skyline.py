@@ -1,4 +1,4 @@
-"""Greedy's second index (spec §9.3): the skyline of every recorded prefix by its cost at ``n0``."""
+"""Greedy's second index: the skyline of every recorded prefix by its cost at ``n0``."""
 
 from __future__ import annotations
 

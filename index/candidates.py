@@ -4,9 +4,10 @@ A set ``s`` is dropped when another expanded set ``r`` dominates it: ``r`` costs
 size of the domain and ``candidate_alpha * a(r) >= a(s)`` (Definition 3.1). The default
 ``candidate_alpha = 1`` is exact dominance, which is transitive, so dropping ``s`` because of a
 dropped ``r`` is safe; ``candidate_alpha = alpha`` is the paper-literal variant whose losses
-compound (spec §5.3, trap T3) and is kept for ablations.
+compound (slack on slack is not transitive) and is kept for ablations.
 
-Mutual dominance (identical curves, zero-cost features; trap T5) keeps exactly one winner: the set
+Mutual dominance (identical curves, zero-cost features) keeps exactly one winner, or both would
+be dropped and the skyline would lose a set: the set
 that comes first in :func:`rank_key` order (higher accuracy, then fewer features, then lower
 feature indices).
 """
@@ -106,7 +107,7 @@ def _exact_candidates(acc, coef, values, lo, hi) -> np.ndarray:
 
 def _alpha_candidates(acc, coef, values, lo, hi, candidate_alpha) -> np.ndarray:
     """The paper-literal Algorithm 1: ``s`` goes when any expanded ``r`` alpha-dominates it, even
-    a dropped one (not transitive; spec §5.3). Vectorised over pairs in blocks."""
+    a dropped one (alpha-dominance is not transitive). Vectorised over pairs in blocks."""
     E = len(acc)
     keep = np.ones(E, dtype=bool)
     rows_per_block = max(1, _BLOCK_PAIRS // max(E * values.shape[1], 1))

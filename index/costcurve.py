@@ -113,7 +113,7 @@ class CostCurve:
         )
 
     def is_nonnegative(self, domain: tuple[float, float] = (0.0, math.inf)) -> bool:
-        """Whether ``self(n) >= 0`` on the whole ``domain`` (trap T1)."""
+        """Whether ``self(n) >= 0`` on the whole ``domain`` (a negative cost would let a set "fit" any budget)."""
         return CostCurve([0.0]).le_everywhere(self, domain)
 
     def expression(self, variable: str = "n"):

@@ -193,7 +193,7 @@ def sign_of_difference(p: np.ndarray, q: np.ndarray, x: np.ndarray) -> np.ndarra
 def le_everywhere_batch(p: np.ndarray, q: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Whether ``p(n) <= q(n)`` for every ``n`` in ``[lo, hi]``, per row, to ``RTOL`` relative.
 
-    Exact in the sense of the spec (§5.2): ``q - p`` is checked at ``lo``, at ``hi`` (or its
+    Exact up to rounding: ``q - p`` is checked at ``lo``, at ``hi`` (or its
     leading behaviour when ``hi`` is infinite) and at every real critical point inside, which is
     where a polynomial attains its minimum on an interval.
     """

@@ -7,7 +7,8 @@ Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
 * ``skylines[r]`` lists candidates whose costs are non-decreasing at every size of range ``r``
   and whose accuracies are strictly increasing; its first entry costs 0 at every size (the
   empty set, or a zero-cost set at least as accurate), so every budget ``>= 0`` is answered.
-* Costs are never stored per range: a lookup evaluates them at the query size (trap T8).
+* Costs are never stored per range: a lookup evaluates them at the query size, because curves
+  that cross inside a range would make any stored cost wrong somewhere in it.
 """
 
 from __future__ import annotations

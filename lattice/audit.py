@@ -1,4 +1,4 @@
-"""Monotonicity audit over expanded sets (the paper's Appendix B, spec §11.1).
+"""Monotonicity audit over expanded sets (the paper's Appendix B).
 
 For every expanded ancestor-descendant pair ``F_i ⊊ F_j`` with ``a(F_i) > a(F_j)`` the violation is
 ``a(F_i) - a(F_j)``: how far the data breaks Information-Never-Hurts (Axiom 2.1). The audit reports

@@ -5,7 +5,7 @@ per round, expanding (training a model for) every set that is not *sandwiched*. 
 sandwiched when two expanded sets ``lo ⊊ s ⊊ hi`` satisfy ``alpha * (a(lo) - e) >= a(hi)``
 (Property 3.11): then ``lo`` alpha-dominates ``s`` and ``s`` need not be trained.
 
-Which pairs count is the ``sandwich`` mode (spec §4.2):
+Which pairs count is the ``sandwich`` mode:
 
 ``"all"`` (default)
     any pair of expanded sets. Reproduces the paper's Figure 2 and Figure 6.
@@ -17,7 +17,8 @@ Which pairs count is the ``sandwich`` mode (spec §4.2):
 
 A pruned set does not propagate: its children (or parents) are not queued from it, which is how
 the Covering-Property keeps unreachable parts of the lattice unvisited. Layers are processed in
-:func:`~lattice.featureset.canonical_key` order (trap T9), so results never depend on hashing.
+:func:`~lattice.featureset.canonical_key` order, so results never depend on set hashing (which
+varies between processes).
 
 The lattice knows nothing about costs: it sees accuracies only.
 """

@@ -31,7 +31,7 @@ def bits_of(mask: int) -> tuple[int, ...]:
 def canonical_key(mask: int) -> tuple[int, tuple[int, ...]]:
     """Deterministic order of feature sets: fewer features first, then by sorted feature indices.
 
-    This is the order in which a lattice layer is processed (trap T9) and the last tie-break
+    This is the order in which a lattice layer is processed (so results do not depend on hashing) and the last tie-break
     everywhere a choice between sets must not depend on hashing.
     """
     return (mask.bit_count(), bits_of(mask))

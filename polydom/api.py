@@ -42,7 +42,8 @@ def validate_domain(domain) -> tuple[float, float]:
 
 
 def validate_costs(costs, domain) -> tuple[FeatureSpace, tuple[CostCurve, ...]]:
-    """Feature space and cost curves from ``costs``; each curve must be >= 0 on ``domain`` (trap T1)."""
+    """Feature space and cost curves from ``costs``; each curve must be >= 0 on ``domain`` (a negative
+    cost would let a set fit any budget)."""
     if not isinstance(costs, Mapping):
         raise TypeError(f"costs must be a mapping of feature name to cost curve, got {type(costs).__name__}")
     if not costs:

@@ -3,7 +3,7 @@
 Start from a large approximation factor (few sets to train) and lower it while time remains,
 sharing one expansion cache so that no set is ever trained twice. The nodes expanded for a
 smaller alpha are **not** a superset of those for a larger one (the paper's Property 3.9 fails
-for the traversal, trap T10), so each step re-explores the lattice -- the shared cache makes the
+for the traversal), so each step re-explores the lattice -- the shared cache makes the
 re-visited sets free -- rather than extending the previous exploration.
 """
 

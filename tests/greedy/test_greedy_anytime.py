@@ -1,4 +1,4 @@
-"""Measured mode: ``index.anytime`` with an injected clock (spec §9.4)."""
+"""Measured mode: ``index.select`` (the paper's anytime walk) with an injected clock."""
 
 import math
 import time

@@ -1,4 +1,4 @@
-"""Greedy's expansion (spec §9.2): the variants' definitions, tie-breaks and counting."""
+"""Greedy's expansion: the variants' definitions, tie-breaks and counting."""
 
 import math
 
@@ -25,7 +25,7 @@ def test_greedy_acc_is_lambda_zero_and_greedy_cost_is_lambda_inf(k, seed):
     assert acc.sequences == _build(inst, backend="greedy", lambdas=[0]).sequences
     assert cost.sequences == _build(inst, backend="greedy", lambdas=[math.inf]).sequences
     assert both.sequences == acc.sequences + cost.sequences
-    # The default grid starts with 0, so Greedy's sequences include GreedyAcc's (spec §9.5).
+    # The default grid starts with 0, so Greedy's sequences include GreedyAcc's.
     assert _build(inst, backend="greedy").sequence(0.0) == acc.sequence(0.0)
     assert acc.backend == "greedy-acc" and cost.backend == "greedy-cost"
 

@@ -1,4 +1,4 @@
-"""Greedy's retrieval (spec §9.4) on random instances: within budget, never above PolyDom, batch
+"""Greedy's retrieval on random instances: within budget, never above PolyDom, batch
 parity and the state round trip."""
 
 import json

@@ -61,7 +61,7 @@ def test_ties_in_accuracy_take_the_cheaper_curve():
 
 @pytest.mark.parametrize("seed", range(60))
 def test_random_integer_curves_validate_and_match_pointwise_skylines(seed):
-    """Heavy ties, tangencies, identical curves and multiple crossings (spec §16.3)."""
+    """Heavy ties, tangencies, identical curves and multiple crossings."""
     rng = random.Random(seed)
     k = rng.randint(2, 9)
     deg = rng.randint(1, 3)

@@ -44,7 +44,7 @@ def test_figure2_alpha_1_1_expands_11(mode):
 
 
 def test_literal_mode_loses_the_pair_and_expands_everything():
-    # Alg. 2 as printed drops f2f3f4 from the top frontier before the middle layer (spec §4.2).
+    # Alg. 2 as printed drops f2f3f4 from the top frontier before the middle layer.
     result = explore(SPACE, fig2_accuracy, alpha=1.0, sandwich="literal")
     assert len(result.accuracy) == 16
 

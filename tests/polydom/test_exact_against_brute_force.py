@@ -1,4 +1,4 @@
-"""polydom.build + lookup against all 2**|F| sets (spec §16.2), on hostile generators."""
+"""polydom.build + lookup against all 2**|F| sets, on hostile generators."""
 
 import math
 import os
@@ -147,7 +147,7 @@ def test_ten_features_synthetic_exact(seed, k):
 
 
 def test_noisy_accuracies_need_e():
-    """With violations up to 0.05, e = 0.05 restores exactness at alpha = 1 (trap T11)."""
+    """With violations up to 0.05, e = 0.05 restores exactness at alpha = 1."""
     rng = np.random.default_rng(5)
     n = 8
     names = [f"x{i}" for i in range(n)]
