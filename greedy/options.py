@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
+
+from polydom.index.values import is_real
 
 __all__ = ["GREEDY_BACKENDS", "DEFAULT_LAMBDAS", "resolve_lambdas", "check_n0"]
 
@@ -65,7 +66,7 @@ def resolve_lambdas(backend: str, lambdas: Iterable[float] | None) -> tuple[floa
         raise TypeError(f"lambdas must be a sequence of real numbers, got {lambdas!r}")
     grid = []
     for lam in lambdas:
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
+        if not is_real(lam):
             raise TypeError(f"lambdas must be real numbers, got {lam!r}")
         lam = float(lam)
         if math.isnan(lam):
@@ -99,7 +100,7 @@ def check_n0(n0, domain: tuple[float, float]) -> float:
             "compared while the sequences are built (e.g. the median item size; 1 in the paper's "
             "synthetic setup)"
         )
-    if isinstance(n0, bool) or not isinstance(n0, numbers.Real):
+    if not is_real(n0):
         raise TypeError(f"n0 must be a real number (an item size), got {n0!r}")
     n0 = float(n0)
     if not math.isfinite(n0):

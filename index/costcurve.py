@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 
 import numpy as np
 
 from .poly import horner_scalar, le_everywhere_batch
+from .values import is_real
 
 __all__ = ["CostCurve", "as_cost_curve", "format_curve", "set_cost_matrix"]
 
@@ -42,7 +42,7 @@ class CostCurve:
             raise TypeError(f"cost curve coefficients must be a sequence of numbers, got {coefficients!r}")
         coeffs = []
         for c in coefficients.tolist() if isinstance(coefficients, np.ndarray) else coefficients:
-            if isinstance(c, bool) or not isinstance(c, numbers.Real):
+            if not is_real(c):
                 raise TypeError(f"cost curve coefficients must be real numbers, got {c!r}")
             c = float(c)
             if not math.isfinite(c):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
-from .values import Choice
+from .values import Choice, is_real
 
 __all__ = ["Batch", "bad_query", "check_queries", "check_query", "as_real"]
 
@@ -16,9 +15,7 @@ _PLAIN = (float, int)
 
 def as_real(name: str, value) -> float:
     """``value`` as a float, or one clear TypeError (bools, arrays, strings and the like)."""
-    if isinstance(value, bool) or isinstance(value, np.bool_):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    if isinstance(value, (numbers.Real, np.integer, np.floating)):
+    if is_real(value):
         try:
             return float(value)
         except OverflowError:

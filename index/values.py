@@ -7,7 +7,33 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Choice", "Expansion", "check_accuracy", "check_expansion"]
+__all__ = ["Choice", "Expansion", "check_accuracy", "check_expansion", "check_real", "is_real"]
+
+
+def is_real(value) -> bool:
+    """Whether ``value`` is a real number: Python or numpy ints and floats, never a bool.
+
+    The one test every validator in polydom uses, so that ``True`` is never taken for 1 and
+    ``numpy.float32(0.5)`` is always taken for 0.5.
+    """
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (numbers.Real, np.integer, np.floating))
+
+
+def check_real(name: str, value, *, low: float | None = None, allow_inf: bool = False) -> float:
+    """``value`` as a float, or one clear error naming ``name``: ``TypeError`` for a non-number,
+    ``ValueError`` for NaN, an infinity (unless ``allow_inf``) or a value below ``low``."""
+    if not is_real(value):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -44,10 +70,10 @@ def check_expansion(value, features) -> Expansion:
     else:
         acc, model, se = value, None, None
     if se is not None:
-        if isinstance(se, bool) or not isinstance(se, numbers.Real) or not (math.isfinite(se) and se >= 0):
+        if not is_real(se) or not (math.isfinite(se) and se >= 0):
             raise ValueError(f"expand({sorted(features)}) returned std_error {se!r}; it must be a finite number >= 0")
         se = float(se)
-    if isinstance(acc, bool) or not isinstance(acc, numbers.Real):
+    if not is_real(acc):
         raise TypeError(
             f"expand({sorted(features)}) must return a number in [0, 1] or an Expansion, got {value!r}"
         )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from polydom.index import CostCurve, as_cost_curve
 from polydom.index.protocol import EXTRAPOLATE_POLICIES, CostSensitiveIndex
+from polydom.index.values import check_real
 from polydom.lattice import SANDWICH_MODES, Exploration, FeatureSpace
 from polydom.lattice import naive_expand_all as _naive_expand_all
 
@@ -17,15 +17,6 @@ from .expansion import ModelRecorder
 
 __all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "validate_problem"]
 
-def _real(name: str, value, *, low: float, allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value!r}")
-    return value
 
 
 def validate_domain(domain) -> tuple[float, float]:
@@ -34,8 +25,8 @@ def validate_domain(domain) -> tuple[float, float]:
         lo, hi = domain
     except (TypeError, ValueError):
         raise TypeError(f"domain must be a pair (lo, hi), got {domain!r}") from None
-    lo = _real("domain lower end", lo, low=0.0)
-    hi = _real("domain upper end", hi, low=0.0, allow_inf=True)
+    lo = check_real("domain lower end", lo, low=0.0)
+    hi = check_real("domain upper end", hi, low=0.0, allow_inf=True)
     if not lo < hi:
         raise ValueError(f"domain must satisfy lo < hi, got ({lo}, {hi})")
     return lo, hi
@@ -69,7 +60,7 @@ def validate_problem(costs, domain, e, sandwich):
     domain = validate_domain(domain)
     space, curves = validate_costs(costs, domain)
     if not (isinstance(e, str) and e == "auto"):
-        e = _real("e", e, low=0.0)
+        e = check_real("e", e, low=0.0)
     if sandwich not in SANDWICH_MODES:
         raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
     return space, curves, domain, e
@@ -175,8 +166,8 @@ def build(
     """
     spec = backend_spec(backend)
     space, curves, domain, e = validate_problem(costs, domain, e, sandwich)
-    alpha = _real("alpha", alpha, low=1.0)
-    cand_alpha = 1.0 if candidate_alpha is None else _real("candidate_alpha", candidate_alpha, low=1.0)
+    alpha = check_real("alpha", alpha, low=1.0)
+    cand_alpha = 1.0 if candidate_alpha is None else check_real("candidate_alpha", candidate_alpha, low=1.0)
     # An option left at None was not given; one given to a backend that has no use for it is
     # refused, naming the backends it applies to.
     backend_options = {k: v for k, v in backend_options.items() if v is not None or k in spec.options}
@@ -186,7 +177,7 @@ def build(
         raise TypeError(f"unexpected options for the {backend} backend: {unexpected}"
                         + (f" (they apply to {elsewhere})" if elsewhere else ""))
     if tolerance is not None:
-        tolerance = _real("tolerance", tolerance, low=0.0)
+        tolerance = check_real("tolerance", tolerance, low=0.0)
     if extrapolate not in EXTRAPOLATE_POLICIES:
         raise ValueError(f"extrapolate must be one of {EXTRAPOLATE_POLICIES}, got {extrapolate!r}")
     if measured_range is not None:

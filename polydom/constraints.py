@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from polydom.index.values import is_real
+
 __all__ = [
     "Constraint", "Real", "Integer", "Options", "Boolean", "NoneValue", "PathLike", "SequenceOf", "Satisfies",
     "check_param", "validate_params",
@@ -35,8 +37,7 @@ class Constraint:
         raise NotImplementedError
 
 
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+_is_real = is_real  # polydom's one test for a real number (bools are not numbers)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ from polydom.index import PolyDomIndex
 from polydom.index.build import build_polydom
 from polydom.lattice import ExpansionCache
 
-from .api import _open_store, _real, validate_problem
+from polydom.index.values import check_real
+
+from .api import _open_store, validate_problem
 from .expansion import DeadlineReached, ModelRecorder
 
 __all__ = ["build_progressive", "DEFAULT_ALPHAS"]
@@ -61,8 +63,8 @@ def build_progressive(
         The index of the smallest alpha that completed. ``stats["alpha_reached"]`` is that alpha,
         ``stats["alphas_completed"]`` the list, ``stats["trained"]`` the sets trained in all steps.
     """
-    budget = _real("time_budget", time_budget, low=0.0)
-    alphas = [_real("alphas entry", a, low=1.0) for a in alphas]
+    budget = check_real("time_budget", time_budget, low=0.0)
+    alphas = [check_real("alphas entry", a, low=1.0) for a in alphas]
     if not alphas or any(b >= a for a, b in zip(alphas, alphas[1:])):
         raise ValueError(f"alphas must be a non-empty, strictly decreasing sequence, got {alphas!r}")
     space, curves, domain, e = validate_problem(costs, domain, e, sandwich)
