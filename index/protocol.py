@@ -99,6 +99,28 @@ class CostSensitiveIndex(StoredIndex, ABC):
         """Every set this index can serve at ``size``: ``(masks, costs at size, accuracies)``,
         cost ascending. Planners over many items (a shared budget) choose among these."""
 
+    def plan_batch(self, sizes, total_budget: float, **options):
+        """One set per item of a batch sharing ``total_budget``: the most accurate plan that fits.
+
+        Parameters
+        ----------
+        sizes : array-like of float
+            The items' sizes.
+        total_budget : float
+            The summed predicted cost of the plan is at most this.
+        **options
+            ``max_item_budget``, ``exact``, ``accuracy``, ``time_limit``, ``mip_rel_gap``: see
+            :func:`polydom.index.planning.plan_batch`.
+
+        Returns
+        -------
+        BatchPlan
+            ``choices`` (a ``Batch``, one row per item) and ``total_cost``.
+        """
+        from .planning import plan_batch  # imported on use: the contract stays free of its planners
+
+        return plan_batch(self, sizes, total_budget, **options)
+
     # ------------------------------------------------------------------ costs
 
     def measured_range(self) -> tuple[float, float]:

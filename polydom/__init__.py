@@ -45,6 +45,7 @@ _EXPORTS = {
     "build_progressive": ("polydom.progressive", "build_progressive"),
     "load": ("polydom.loading", "load"),
     "CostSensitiveClassifier": ("polydom.estimator", "CostSensitiveClassifier"),
+    "StreamBudget": ("polydom.stream", "StreamBudget"),
     "Explanation": ("polydom.estimator", "Explanation"),
     "StoreError": ("polydom.index.store", "StoreError"),
     "IndexNotFoundError": ("polydom.index.store", "IndexNotFoundError"),

@@ -1,0 +1,614 @@
+"""Batch planning: one total budget shared by many items, each choosing among its own options.
+
+Every item ``i`` of a batch is served one of the sets the index can serve at its size
+(:meth:`~polydom.index.protocol.CostSensitiveIndex.options_at`), at that set's cost at the
+item's size. Choosing one set per item to maximise the summed accuracy with the summed cost
+within ``total_budget`` is a multiple-choice knapsack. Two solvers:
+
+* **greedy** (default): the LP relaxation on the upper convex hull of each item's
+  ``(cost, accuracy)`` points. Every item starts at its cheapest option; the hull's steps of
+  all items are taken in decreasing order of accuracy gained per unit of cost until the next
+  one does not fit. The LP optimum takes that step fractionally (at most one item is
+  fractional); the plan rounds it down, so it is never above the budget and at most one item's
+  accuracy range below the LP bound, hence below the integer optimum. Leftover budget then goes
+  to steps of other items that still fit and to a few single-item upgrades off the hull.
+  ``O(K log K)`` for ``K`` options over the batch (``N * M``): one sort of the hull steps,
+  after the hulls (see :func:`upper_hull`).
+* **exact** (``exact=True``): the integer program, solved by :func:`scipy.optimize.milp`
+  (HiGHS) on a sparse constraint matrix with a time limit.
+
+Invariants of every plan: one set per item, each one of the item's options at its size (under
+``max_item_budget`` when given); the total predicted cost, summed exactly, at most
+``total_budget``; the mean accuracy at most the plan's ``accuracy_bound``. The last two are
+checked by :meth:`BatchPlan.check_invariants`, which needs no index.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .queries import Batch, as_real, check_queries
+
+__all__ = ["BatchPlan", "OptionTable", "option_table", "upper_hull", "hull_steps", "plan_batch", "solve",
+           "MILP_MAX_VARIABLES", "DEFAULT_TIME_LIMIT"]
+
+#: Above this many binary variables (options over the whole batch, after dominated and
+#: unaffordable options are dropped) ``exact=True`` refuses. HiGHS holds several copies of the
+#: model and its LP factorisation: the process grew by about 1.8 kB per variable when measured
+#: at half a million, so two million need some 4 GB.
+MILP_MAX_VARIABLES = 2_000_000
+#: Seconds ``exact=True`` gives HiGHS unless told otherwise.
+DEFAULT_TIME_LIMIT = 60.0
+#: Relative gap at which HiGHS stops by default (its own default). The LP bound is within one
+#: item of the optimum, so on large batches a much smaller gap can only be proven by branching:
+#: at 1e-6 a 1,000-item plan took minutes when measured, against about a second at 1e-4.
+MILP_REL_GAP = 1e-4
+#: Greedy's last stage tries at most this many single-item upgrades with what is left; each one
+#: is O(K), and the leftover is below one hull step, so more rarely find anything.
+_UPGRADE_ROUNDS = 4
+
+
+# --------------------------------------------------------------------------- the options
+
+
+@dataclass(frozen=True)
+class OptionTable:
+    """Each item's options at its size, padded to a common width.
+
+    Attributes
+    ----------
+    sizes : ndarray of float, shape (N,)
+    masks : ndarray of int64, shape (N, M)
+        Feature-set bitmasks; ``-1`` past an item's count.
+    costs : ndarray of float, shape (N, M)
+        Predicted cost at the item's size; ``inf`` past the count.
+    accuracy : ndarray of float, shape (N, M)
+        The accuracy a plan maximises (the index's, or the caller's overrides); ``nan`` past
+        the count.
+    counts : ndarray of intp, shape (N,)
+        Options per item, each ``>= 1``.
+
+    Invariant (:meth:`check_invariants`): in every row the first ``counts[i]`` entries are
+    finite, costs ``>= 0`` and ascending, equal costs ordered by accuracy descending; padding
+    fills the rest.
+    """
+
+    sizes: np.ndarray
+    masks: np.ndarray
+    costs: np.ndarray
+    accuracy: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    @property
+    def valid(self) -> np.ndarray:
+        """Boolean (N, M): which entries are options rather than padding."""
+        return np.arange(self.costs.shape[1]) < self.counts[:, None]
+
+    def check_invariants(self) -> None:
+        """Assert the invariant stated in the class docstring."""
+        valid = self.valid
+        assert (self.counts >= 1).all(), "every item has an option"
+        assert np.isfinite(self.costs[valid]).all() and (self.costs[valid] >= 0).all()
+        assert np.isfinite(self.accuracy[valid]).all()
+        assert np.isinf(self.costs[~valid]).all() and (self.masks[~valid] == -1).all()
+        both = valid[:, 1:]
+        dc = np.diff(self.costs, axis=1)
+        assert (dc[both] >= 0).all(), "costs ascend"
+        tie = both & (dc == 0)
+        assert (np.diff(self.accuracy, axis=1)[tie] <= 0).all(), "equal costs: accuracy descends"
+
+
+def option_table(index, sizes, *, max_item_budget: float | None = None, accuracy=None) -> OptionTable:
+    """Every item's options at its size: one :meth:`options_at` call per distinct size.
+
+    Parameters
+    ----------
+    index : CostSensitiveIndex
+    sizes : array-like of float, shape (N,)
+        Item sizes, inside the index's domain.
+    max_item_budget : float, optional
+        Options costing more than this at the item's size are dropped.
+    accuracy : array-like of shape (N, M), sequence of N sequences, or callable, optional
+        Per-item accuracy overrides, see :func:`plan_batch`.
+
+    Returns
+    -------
+    OptionTable
+
+    Raises
+    ------
+    ValueError, TypeError
+        Invalid sizes (naming the position), a negative or NaN cap, an item left without an
+        option under the cap, overrides of the wrong shape or outside ``[0, 1]``.
+    """
+    options_at = getattr(index, "options_at", None)
+    if not callable(options_at) or not hasattr(index, "domain"):
+        raise TypeError(f"index must be a polydom index (a CostSensitiveIndex), got {type(index).__name__}")
+    sizes, _ = check_queries(sizes, 0.0, index.domain)
+    cap = _check_cap(max_item_budget)
+    if len(sizes) and hasattr(index, "measured_range"):
+        lo, hi = index.measured_range()
+        outside = (sizes < lo) | (sizes > hi)
+        if outside.any():
+            index._outside_measured(float(sizes[np.argmax(outside)]))  # the index's own policy: warn, raise or allow
+    unique, inverse = np.unique(sizes, return_inverse=True)
+    rows = [options_at(float(s)) for s in unique]
+    width = max((len(r[0]) for r in rows), default=1)
+    masks = np.full((len(unique), width), -1, dtype=np.int64)
+    costs = np.full((len(unique), width), np.inf)
+    acc = np.full((len(unique), width), np.nan)
+    counts = np.empty(len(unique), dtype=np.intp)
+    for u, (m, c, a) in enumerate(rows):
+        k = counts[u] = len(m)
+        masks[u, :k], costs[u, :k], acc[u, :k] = m, c, a
+    masks, costs, acc, counts = masks[inverse], costs[inverse], acc[inverse], counts[inverse]
+    if accuracy is not None:
+        acc = _overrides(accuracy, masks, counts)
+    keep = np.arange(width) < counts[:, None]
+    if cap is not None:
+        keep &= costs <= cap
+        empty = ~keep.any(axis=1)
+        if empty.any():
+            i = int(np.argmax(empty))
+            raise ValueError(
+                f"no option of item {i} (size {float(sizes[i])!r}) costs at most max_item_budget={cap!r}; "
+                f"its cheapest costs {float(costs[i, 0])!r}"
+            )
+    return _packed(sizes, masks, costs, acc, keep)
+
+
+def _packed(sizes, masks, costs, acc, keep) -> OptionTable:
+    """The kept entries of each row first, cost ascending (equal costs: accuracy descending)."""
+    costs = np.where(keep, costs, np.inf)
+    acc = np.where(keep, acc, np.nan)
+    masks = np.where(keep, masks, -1)
+    # lexsort's last key is the primary one; padding (infinite cost) sorts last.
+    order = np.lexsort((-np.nan_to_num(acc, nan=-np.inf), costs), axis=-1)
+    pick = np.take_along_axis
+    return OptionTable(sizes, pick(masks, order, 1), pick(costs, order, 1), pick(acc, order, 1),
+                       keep.sum(axis=1).astype(np.intp))
+
+
+def _overrides(accuracy, masks: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The caller's per-item accuracies, aligned with each item's options as ``options_at`` lists them."""
+    n, width = masks.shape
+    out = np.full((n, width), np.nan)
+    if callable(accuracy):
+        for i in range(n):
+            k = int(counts[i])
+            row = np.asarray(accuracy(i, masks[i, :k].copy()), dtype=float)
+            if row.shape != (k,):
+                raise ValueError(f"accuracy({i}, masks) returned shape {row.shape}; item {i} has {k} options")
+            out[i, :k] = row
+    elif isinstance(accuracy, np.ndarray) and accuracy.ndim == 2 or _rectangular(accuracy):
+        arr = np.asarray(accuracy, dtype=float)
+        if arr.shape != (n, width):
+            raise ValueError(
+                f"accuracy must have shape (items, widest option count) = {(n, width)}, got {arr.shape}; "
+                f"entries past an item's own option count are ignored"
+            )
+        out = np.where(np.arange(width) < counts[:, None], arr, np.nan)
+    else:
+        try:
+            rows = list(accuracy)
+        except TypeError:
+            raise TypeError(
+                f"accuracy must be an (items, options) array, a sequence of per-item rows or a callable, "
+                f"got {type(accuracy).__name__}"
+            ) from None
+        if len(rows) != n:
+            raise ValueError(f"accuracy has {len(rows)} rows for {n} items")
+        for i, row in enumerate(rows):
+            row = np.asarray(row, dtype=float)
+            if row.shape != (counts[i],):
+                raise ValueError(f"accuracy row {i} has shape {row.shape}; item {i} has {counts[i]} options")
+            out[i, : counts[i]] = row
+    valid = np.arange(width) < counts[:, None]
+    bad = valid & ~((out >= 0) & (out <= 1))
+    if bad.any():
+        i, j = map(int, np.argwhere(bad)[0])
+        raise ValueError(f"accuracy of item {i}, option {j} is {float(out[i, j])!r}; it must be finite and in [0, 1]")
+    return out
+
+
+def _rectangular(value) -> bool:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return arr.ndim == 2
+
+
+def _check_cap(value) -> float | None:
+    if value is None:
+        return None
+    cap = as_real("max_item_budget", value)
+    if math.isnan(cap) or cap < 0:
+        raise ValueError(f"max_item_budget must be >= 0, got {value!r}")
+    return cap
+
+
+# --------------------------------------------------------------------------- the hull
+
+
+def upper_hull(table: OptionTable) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's upper convex hull of ``(cost, accuracy)``, from its cheapest option up.
+
+    A monotone chain run on all items at once: column by column, each item pops the points
+    that fall on or under the chord to the new point. ``O(N * M^2)`` elementary steps in the
+    worst case, in ``O(M^2)`` vectorised passes.
+
+    Returns
+    -------
+    positions : ndarray of intp, shape (N, M)
+        Hull points as positions into the table's rows, cost and accuracy strictly ascending,
+        the gain per unit of cost strictly descending; meaningful up to ``lengths``.
+    lengths : ndarray of intp, shape (N,)
+    """
+    costs, acc = table.costs, table.accuracy
+    n, width = costs.shape
+    rows = np.arange(n)
+    stack = np.zeros((n, width), dtype=np.intp)
+    top = np.ones(n, dtype=np.intp)
+    with np.errstate(invalid="ignore"):
+        for j in range(1, width):
+            cj, aj = costs[:, j], acc[:, j]
+            # A point no more accurate than the hull's last is dominated (costs ascend); padding is NaN.
+            live = (j < table.counts) & (aj > acc[rows, stack[rows, top - 1]])
+            while True:
+                can = np.flatnonzero(live & (top >= 2))
+                if not len(can):
+                    break
+                p1, p0 = stack[can, top[can] - 1], stack[can, top[can] - 2]
+                c0, a0, c1, a1 = costs[can, p0], acc[can, p0], costs[can, p1], acc[can, p1]
+                # p1 on or under the chord p0 -> j; cross-multiplied (both cost steps are > 0).
+                under = (a1 - a0) * (cj[can] - c1) <= (aj[can] - a1) * (c1 - c0)
+                if not under.any():
+                    break
+                top[can[under]] -= 1
+            stack[rows[live], top[live]] = j
+            top[live] += 1
+    return stack, top
+
+
+def hull_steps(table: OptionTable, positions: np.ndarray, lengths: np.ndarray):
+    """The steps between consecutive hull points: ``(valid, cost step, accuracy step, slope)``.
+
+    Arrays of shape (N, M - 1); step ``s`` of item ``i`` moves from hull point ``s`` to
+    ``s + 1``. Invalid steps hold NaN.
+    """
+    rows = np.arange(len(table))[:, None]
+    hc, ha = table.costs[rows, positions], table.accuracy[rows, positions]
+    valid = np.arange(positions.shape[1] - 1) < (lengths - 1)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dc = np.where(valid, np.diff(hc, axis=1), np.nan)
+        da = np.where(valid, np.diff(ha, axis=1), np.nan)
+        slope = da / dc
+    return valid, dc, da, slope
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """A plan for a batch under one total budget.
+
+    Attributes
+    ----------
+    choices : Batch
+        Per item (in input order) the set to compute: ``keys``, ``accuracy`` (the accuracy the
+        plan maximised: the index's, or the overrides) and ``cost`` (predicted, at the item's
+        size). ``choices[i]`` is a :class:`~polydom.index.values.Choice`.
+    total_cost : float
+        Summed predicted cost, ``<= total_budget``.
+    total_budget : float
+    accuracy_bound : float
+        No plan has a higher mean accuracy: the LP relaxation's value (greedy) or the
+        solver's dual bound (exact).
+    solver : str
+        ``"greedy"`` or ``"milp"``.
+    optimal : bool
+        Greedy: the plan meets the LP bound, so no plan is better. Exact: the solver finished
+        within its gap (``mip_rel_gap``) rather than at its time limit.
+    """
+
+    choices: Batch
+    total_cost: float
+    total_budget: float
+    accuracy_bound: float
+    solver: str
+    optimal: bool
+
+    def __len__(self) -> int:
+        return len(self.choices)
+
+    @property
+    def mean_accuracy(self) -> float:
+        """Mean accuracy of the chosen sets (0 for an empty batch)."""
+        return float(np.mean(self.choices.accuracy)) if len(self.choices) else 0.0
+
+    @property
+    def mean_cost(self) -> float:
+        """Mean predicted cost per item (0 for an empty batch)."""
+        return self.total_cost / len(self.choices) if len(self.choices) else 0.0
+
+    def check_invariants(self) -> None:
+        """Assert the plan's invariants: the total fits the budget and matches the items' costs."""
+        assert self.total_cost <= self.total_budget, (self.total_cost, self.total_budget)
+        assert self.total_cost == math.fsum(self.choices.cost.tolist())
+        assert self.mean_accuracy <= self.accuracy_bound + 1e-9
+
+
+def plan_batch(
+    index,
+    sizes,
+    total_budget: float,
+    *,
+    max_item_budget: float | None = None,
+    exact: bool = False,
+    accuracy: np.ndarray | Callable | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    mip_rel_gap: float = MILP_REL_GAP,
+) -> BatchPlan:
+    """Choose one set per item so the batch's summed accuracy is highest within ``total_budget``.
+
+    Parameters
+    ----------
+    index : CostSensitiveIndex
+        Any backend; its :meth:`options_at` lists what each item may be served.
+    sizes : array-like of float, shape (N,)
+        The items' sizes, in the index's domain.
+    total_budget : float
+        The batch's total predicted cost may not exceed this (``inf`` allowed).
+    max_item_budget : float, optional
+        No single item may be given a set costing more than this at its size.
+    exact : bool, default False
+        ``False``: the greedy LP-hull solver, ``O(K log K)`` for ``K`` options over the batch,
+        at most one item's accuracy range (summed, so ``1/N`` of it in the mean) below the
+        optimum. ``True``: the integer program via :func:`scipy.optimize.milp`.
+    accuracy : array-like, sequence of rows, or callable, optional
+        Per-item accuracy estimates replacing the index's, for callers who have them: an
+        ``(N, M)`` array with row ``i`` aligned with ``index.options_at(sizes[i])`` (``M`` the
+        widest item's option count; entries past an item's own count are ignored), a sequence
+        of ``N`` rows of each item's own length, or ``accuracy(i, masks) -> row`` called once
+        per item with that item's option masks.
+    time_limit : float, default 60
+        Seconds for ``exact=True``; the best plan found by then is returned, with
+        ``optimal=False``.
+    mip_rel_gap : float, default 1e-4
+        For ``exact=True``: the solver stops once its plan's summed accuracy is within this
+        fraction of its upper bound. ``0`` asks for a proof of optimality: quick on small
+        batches, possibly beyond ``time_limit`` on thousands of items.
+
+    Returns
+    -------
+    BatchPlan
+
+    Raises
+    ------
+    ValueError
+        A negative or NaN budget, invalid sizes (naming the position), a batch whose cheapest
+        options already exceed ``total_budget``, ``exact=True`` above
+        :data:`MILP_MAX_VARIABLES` variables.
+    TypeError
+        Non-numeric arguments, an index without :meth:`options_at`.
+    TimeoutError
+        ``exact=True`` found no plan within ``time_limit``.
+
+    Examples
+    --------
+    >>> import polydom
+    >>> costs = {"fast": [1.0], "slow": [0.0, 1.0]}
+    >>> acc = {frozenset(): .5, frozenset({"fast"}): .7, frozenset({"slow"}): .8,
+    ...        frozenset({"fast", "slow"}): .9}
+    >>> index = polydom.build(costs, acc.__getitem__)
+    >>> plan = index.plan_batch([1.0, 4.0], total_budget=5.0)
+    >>> [sorted(plan.choices.features(i)) for i in range(2)], plan.total_cost
+    ([['fast', 'slow'], ['fast']], 3.0)
+    """
+    _check_solver_options(total_budget, exact, time_limit, mip_rel_gap)
+    table = option_table(index, sizes, max_item_budget=max_item_budget, accuracy=accuracy)
+    position, bound, optimal = solve(table, total_budget, exact=exact, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
+    n = len(table)
+    rows = np.arange(n)
+    cost = table.costs[rows, position]
+    acc = table.accuracy[rows, position]
+    choices = Batch(table.masks[rows, position], acc, cost, index.space, index.models)
+    mean = float(acc.mean()) if n else 0.0
+    bound = max(bound / n if n else 0.0, mean)
+    return BatchPlan(choices, math.fsum(cost.tolist()), float(total_budget), bound, "milp" if exact else "greedy",
+                     optimal)
+
+
+def solve(
+    table: OptionTable,
+    total_budget: float,
+    *,
+    exact: bool = False,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    mip_rel_gap: float = MILP_REL_GAP,
+) -> tuple[np.ndarray, float, bool]:
+    """The plan over a table of options, as positions into its rows (the solvers of :func:`plan_batch`).
+
+    Parameters
+    ----------
+    table : OptionTable
+    total_budget, exact, time_limit, mip_rel_gap
+        As for :func:`plan_batch`.
+
+    Returns
+    -------
+    position : ndarray of intp, shape (N,)
+        Per item the chosen entry of its row; their costs sum (exactly) to at most ``total_budget``.
+    accuracy_bound : float
+        No plan's *summed* accuracy is higher (LP bound, or the solver's dual bound).
+    optimal : bool
+        As :attr:`BatchPlan.optimal`.
+    """
+    budget, limit, gap = _check_solver_options(total_budget, exact, time_limit, mip_rel_gap)
+    n = len(table)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp), 0.0, True
+    cheapest = math.fsum(table.costs[:, 0].tolist())
+    if cheapest > budget:
+        raise ValueError(f"total_budget={budget!r} is below the {cheapest!r} the items' cheapest options cost together")
+    if exact:
+        position, bound, optimal = _solve_milp(table, budget, limit, gap)
+    else:
+        position, bound, optimal = _solve_greedy(table, budget)
+    position, repaired = _fit_budget(table, position, budget)
+    return position, bound, optimal and not repaired
+
+
+def _check_solver_options(total_budget, exact, time_limit, mip_rel_gap) -> tuple[float, float, float]:
+    budget = as_real("total_budget", total_budget)
+    if math.isnan(budget) or budget < 0:
+        raise ValueError(f"total_budget must be >= 0, got {total_budget!r}")
+    if not isinstance(exact, (bool, np.bool_)):
+        raise TypeError(f"exact must be True or False, got {exact!r}")
+    limit = as_real("time_limit", time_limit)
+    if not limit > 0:
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+    gap = as_real("mip_rel_gap", mip_rel_gap)
+    if not 0 <= gap < 1:
+        raise ValueError(f"mip_rel_gap must be in [0, 1), got {mip_rel_gap!r}")
+    return budget, limit, gap
+
+
+def _solve_greedy(table: OptionTable, budget: float) -> tuple[np.ndarray, float, bool]:
+    """The LP-hull greedy; returns table positions per item, the LP bound (summed) and optimality."""
+    n = len(table)
+    rows = np.arange(n)
+    positions, lengths = upper_hull(table)
+    valid, dc, da, slope = hull_steps(table, positions, lengths)
+    item, step = np.nonzero(valid)
+    # Each item's slopes descend by construction; ordering by their running minimum keeps an
+    # item's steps in sequence even if rounding in the chord test let one rise by an ulp.
+    key = np.fmin.accumulate(np.where(valid, slope, np.inf), axis=1)[item, step]
+    order = np.lexsort((step, item, -key))
+    item, step, dcs, das = item[order], step[order], dc[item[order], step[order]], da[item[order], step[order]]
+    base = math.fsum(table.costs[:, 0].tolist())
+    total = base + np.cumsum(dcs)
+    k = int(np.searchsorted(total, budget, side="right"))
+    taken = np.bincount(item[:k], minlength=n)  # steps are taken in order within an item: a count is a hull point
+    spent = total[k - 1] if k else base
+    lp = math.fsum(table.accuracy[:, 0].tolist()) + math.fsum(das[:k].tolist())
+    exact_lp = k == len(dcs)
+    if not exact_lp:
+        lp += (budget - spent) / dcs[k] * das[k]  # the one fractional item
+    left = budget - spent
+    for s in np.flatnonzero(dcs[k:] <= left) + k:
+        i = item[s]
+        if step[s] == taken[i] and dcs[s] <= left:
+            taken[i] += 1
+            left -= dcs[s]
+    position = positions[rows, taken]
+    position = _upgrade(table, position, left)
+    value = math.fsum(table.accuracy[rows, position].tolist())
+    return position, lp, exact_lp or value >= lp - 1e-9 * max(1.0, abs(lp))
+
+
+def _upgrade(table: OptionTable, position: np.ndarray, left: float) -> np.ndarray:
+    """Spend what is left on the best single-item upgrades, hull or not, a few times over."""
+    rows = np.arange(len(table))
+    valid = table.valid
+    for _ in range(_UPGRADE_ROUNDS):
+        cost, acc = table.costs[rows, position], table.accuracy[rows, position]
+        fits = valid & (table.costs - cost[:, None] <= left)
+        gain = np.where(fits, table.accuracy - acc[:, None], -np.inf)
+        best = np.argmax(gain, axis=1)
+        i = int(np.argmax(gain[rows, best]))
+        if not gain[i, best[i]] > 0:
+            break
+        left -= table.costs[i, best[i]] - cost[i]
+        position = position.copy()
+        position[i] = best[i]
+    return position
+
+
+def _fit_budget(table: OptionTable, position: np.ndarray, budget: float) -> tuple[np.ndarray, bool]:
+    """Downgrade items until the exactly summed cost fits the budget.
+
+    Solvers accumulate costs in floating point (HiGHS also within a feasibility tolerance), so
+    their plan can overshoot by a rounding error; each round gives up the least accuracy among
+    the downgrades that cover the excess, or frees the most cost if none does.
+    """
+    rows = np.arange(len(table))
+    repaired = False
+    while len(rows):
+        total = math.fsum(table.costs[rows, position].tolist())
+        excess = total - budget
+        if excess <= 0:
+            break
+        repaired = True
+        cost, acc = table.costs[rows, position], table.accuracy[rows, position]
+        saving = cost[:, None] - table.costs  # padding: -inf
+        loss = acc[:, None] - np.nan_to_num(table.accuracy, nan=-np.inf)  # padding: +inf
+        covers = saving >= excess
+        if covers.any():
+            i, j = np.unravel_index(np.argmin(np.where(covers, loss, np.inf)), loss.shape)
+        else:
+            i, j = np.unravel_index(np.argmax(saving), saving.shape)
+        position = position.copy()
+        position[i] = j
+    return position, repaired
+
+
+def _solve_milp(table: OptionTable, budget: float, time_limit: float, gap: float) -> tuple[np.ndarray, float, bool]:
+    """The integer program over each item's Pareto options that fit the budget on their own."""
+    from scipy.optimize import LinearConstraint, milp
+    from scipy.sparse import csr_array
+
+    n, width = table.costs.shape
+    valid = table.valid
+    # Dominated options (no more accurate than a cheaper one) never help: drop them, and options
+    # no plan can afford, so the solver sees fewer variables.
+    running = np.fmax.accumulate(np.where(valid, table.accuracy, -np.inf), axis=1)
+    pareto = valid.copy()
+    pareto[:, 1:] &= table.accuracy[:, 1:] > running[:, :-1]
+    pareto &= table.costs <= budget
+    item, pos = np.nonzero(pareto)
+    k = len(item)
+    if k > MILP_MAX_VARIABLES:
+        raise ValueError(
+            f"exact=True would need {k:,} binary variables ({n:,} items and their options), above the "
+            f"{MILP_MAX_VARIABLES:,} this solver can hold in memory; use exact=False (the greedy plan is "
+            f"at most one item's accuracy range below the optimum) or plan smaller batches"
+        )
+    cost, acc = table.costs[item, pos], table.accuracy[item, pos]
+    # Costs in units of the budget, so HiGHS's absolute feasibility tolerance is a relative one.
+    scale = budget if 0 < budget < math.inf else max(float(cost.max()), 1.0)
+    matrix = csr_array(
+        (np.concatenate([np.ones(k), cost / scale]),
+         (np.concatenate([item, np.full(k, n)]), np.concatenate([np.arange(k), np.arange(k)]))),
+        shape=(n + 1, k),
+    )
+    lower = np.concatenate([np.ones(n), [-np.inf]])
+    upper = np.concatenate([np.ones(n), [budget / scale]])
+    result = milp(
+        -acc, integrality=np.ones(k), bounds=(0, 1), constraints=LinearConstraint(matrix, lower, upper),
+        # Presolve finds next to nothing to remove in one-of-each-row constraints, and skipping
+        # it halved the solve at 10^4 items when measured.
+        options={"time_limit": time_limit, "mip_rel_gap": gap, "presolve": False, "disp": False},
+    )
+    if result.x is None:
+        raise TimeoutError(
+            f"milp found no plan within time_limit={time_limit!r} s ({result.message}); "
+            f"raise time_limit or use exact=False"
+        )
+    # One variable per item is 1 up to the integrality tolerance: the largest per item.
+    x = result.x
+    order = np.lexsort((-x, item))
+    first = np.flatnonzero(np.r_[True, item[order][1:] != item[order][:-1]])
+    position = np.empty(n, dtype=np.intp)
+    position[item[order][first]] = pos[order][first]
+    bound = -result.mip_dual_bound if result.mip_dual_bound is not None else math.inf
+    return position, bound, result.status == 0
