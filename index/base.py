@@ -28,8 +28,8 @@ class StoredIndex:
 
     A subclass provides ``space``, ``backend``, ``to_state()`` and ``from_state(state)``.
 
-    Snapshots and refresh
-    ---------------------
+    Notes
+    -----
     An index loaded from a path is a snapshot of one published version, and :meth:`refresh`
     switches it to the newest one in place: the store reads that version as a new index of the
     same class and this index takes it over (:meth:`_adopt`). A backend keeps everything its
