@@ -37,6 +37,10 @@ def canonical_key(mask: int) -> tuple[int, tuple[int, ...]]:
     return (mask.bit_count(), bits_of(mask))
 
 
+#: Feature sets are bitmasks stored and vectorised as signed 64-bit integers.
+MAX_FEATURES = 62
+
+
 class FeatureSpace:
     """An ordered list of distinct feature names and the conversions mask <-> frozenset.
 
@@ -65,6 +69,11 @@ class FeatureSpace:
         if len(set(names)) != len(names):
             dupes = sorted({n for n in names if names.count(n) > 1})
             raise ValueError(f"duplicate feature names: {dupes}")
+        if len(names) > MAX_FEATURES:
+            raise ValueError(
+                f"at most {MAX_FEATURES} features are supported, got {len(names)}: feature sets are stored "
+                f"and vectorised as signed 64-bit bitmasks"
+            )
         self.names: tuple[str, ...] = names
         self._bit = {name: 1 << i for i, name in enumerate(names)}
         self.full: int = (1 << len(names)) - 1

@@ -27,14 +27,13 @@ import numpy as np
 
 from polydom.backends import backend_spec
 from polydom.featurizers import Feature, default_features, item_size, resolve_features
+from polydom.lattice.featureset import MAX_FEATURES
 
 from .costs import CostFit, choose_timing_images, default_timing_sides, measure_feature_costs
 
 __all__ = ["FitSettings", "WarmStart", "FitResult", "run_fit", "expansion_cache_key", "learner_estimator",
            "MAX_FEATURES"]
 
-#: Feature sets are bitmasks in a signed 64-bit integer when stored.
-MAX_FEATURES = 62
 
 
 def learner_estimator(estimator, random_state):

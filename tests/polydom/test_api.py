@@ -283,3 +283,11 @@ def test_a_failing_black_box_is_named_with_the_set_it_failed_on():
     with pytest.raises(polydom.ExpansionError, match=r"expand\(\['F3'\]\) raised KeyError: 'F3'") as info:
         polydom.build(FIG3_COSTS, expand, alpha=1.0, e=0.0, sandwich="all")
     assert isinstance(info.value, polydom.PolydomError) and isinstance(info.value.__cause__, KeyError)
+
+
+def test_too_many_features_are_refused_before_any_training():
+    calls = []
+    costs = {f"f{i}": [1.0] for i in range(63)}
+    with pytest.raises(ValueError, match="at most 62 features"):
+        polydom.build(costs, lambda s: calls.append(s) or 0.5)
+    assert calls == []
