@@ -31,7 +31,7 @@ __all__ = ["GreedyIndex"]
 
 
 class GreedyIndex(CostSensitiveIndex):
-    """Greedy's two indexes (sequences and prefix skyline) and its anytime retrieval.
+    """Greedy's two indexes (spec §9.3) and its anytime retrieval (spec §9.4).
 
     Built by :func:`polydom.build` with ``backend="greedy"``, ``"greedy-acc"`` or
     ``"greedy-cost"``; see the module docstring for the invariants.
@@ -136,14 +136,14 @@ class GreedyIndex(CostSensitiveIndex):
         self._prefix_acc = np.array([[a for _, a, _ in p] for p in self._seq_prefix], dtype=np.float64)
         self._sky_cost_arr = np.array(self._sky_cost, dtype=np.float64)
         self._sky_seq_arr = np.array(self._sky_seq, dtype=np.int64)
-        # Each serving path reads one of these snapshots once, so a refresh that swaps the
-        # index's state is atomic for concurrent readers.
-        self._measured = self.measured_range()
-        self._serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models)
-        self._batch = (
+        # Each serving path reads this snapshot once, so a refresh that swaps it is atomic for
+        # concurrent readers.
+        serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models)
+        batch = (
             self.domain, self._sky_cost_arr, self._sky_seq_arr, self._feature_horner, self._order,
             self._prefix_key, self._prefix_acc, self.space, self.models,
         )
+        self._snapshot = (self.measured_range(), serve, batch)
 
     # ------------------------------------------------------------------ serving
 
@@ -170,9 +170,9 @@ class GreedyIndex(CostSensitiveIndex):
         TypeError
             Non-numeric arguments.
         """
-        domain, sky_cost, sky_seq, seq_horner, seq_prefix, _, models = self._serve
+        measured, (domain, sky_cost, sky_seq, seq_horner, seq_prefix, _, models), _ = self._snapshot
         size, budget = check_query(size, budget, domain)
-        if not self._measured[0] <= size <= self._measured[1]:
+        if not measured[0] <= size <= measured[1]:
             self._outside_measured(size)
         j = bisect_right(sky_cost, budget) - 1
         # j < 0 cannot happen for a valid budget (the first entry costs 0); kept as the spec's rule.
@@ -242,7 +242,7 @@ class GreedyIndex(CostSensitiveIndex):
             predicted; a feature that overran is still kept once computed, so ``cost`` may then
             exceed ``budget``, but no further feature is started.
         """
-        domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = self._serve
+        domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = self._snapshot[1]
         check_query(size, budget, domain)
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
@@ -268,7 +268,7 @@ class GreedyIndex(CostSensitiveIndex):
         Batch
             ``batch[i] == lookup(sizes[i], budgets[i])``, bit for bit.
         """
-        domain, sky_cost_arr, sky_seq_arr, feature_horner, order, prefix_key, prefix_acc, space, models = self._batch
+        domain, sky_cost_arr, sky_seq_arr, feature_horner, order, prefix_key, prefix_acc, space, models = self._snapshot[2]
         n, c = check_queries(sizes, budgets, domain)
         entry = np.maximum(np.searchsorted(sky_cost_arr, c, side="right") - 1, 0)
         sid = sky_seq_arr[entry]

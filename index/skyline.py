@@ -7,8 +7,7 @@ Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
 * ``skylines[r]`` lists candidates whose costs are non-decreasing at every size of range ``r``
   and whose accuracies are strictly increasing; its first entry costs 0 at every size (the
   empty set, or a zero-cost set at least as accurate), so every budget ``>= 0`` is answered.
-* Costs are never stored per range: a lookup evaluates them at the query size, because curves
-  that cross inside a range would make any stored cost wrong somewhere in it.
+* Costs are never stored per range: a lookup evaluates them at the query size (trap T8).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import sys
 import time
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from .costcurve import CostCurve, set_cost_matrix
 from .poly import horner_scalar
 from .protocol import CostSensitiveIndex
 from .queries import Batch, bad_query, check_queries, check_query
+from .state import IndexState
 from .sweep import check_against_brute_force, sweep
 from .values import Choice
 
@@ -43,25 +43,6 @@ _new_choice = tuple.__new__
 _PLAIN = (float, int)
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
-
-
-class IndexState(NamedTuple):
-    """A backend-neutral snapshot of an index, for storage.
-
-    Attributes
-    ----------
-    meta : dict
-        JSON-able: ``backend`` tag, ``features`` (ordered names), ``costs`` (coefficients per
-        feature), ``domain``, ``params``, ``stats`` and whatever else the backend needs.
-    arrays : dict of str to numpy.ndarray
-        Flat numeric arrays (1-D, fixed dtype).
-    models : mapping of int to object
-        Trained models by feature-set mask.
-    """
-
-    meta: dict
-    arrays: dict
-    models: Mapping
 
 
 class PolyDomIndex(CostSensitiveIndex):
@@ -253,10 +234,10 @@ class PolyDomIndex(CostSensitiveIndex):
         }
 
     def _prepare(self) -> None:
-        """Build the serving snapshot: everything a lookup reads, in one attribute.
+        """Build the serving snapshot: everything ``lookup`` and ``lookup_many`` read, in one attribute.
 
-        ``lookup`` unpacks ``self._serve`` once, so swapping in a new snapshot (``refresh``)
-        is atomic for concurrent readers: each query sees the old index or the new, never a mix.
+        Each reads ``self._snapshot`` once, so swapping in a new snapshot (``refresh``) is atomic
+        for concurrent readers: each query sees the old index or the new, never a mix.
         """
         coef = self.candidate_coefficients.tolist()
         quadratic = self.candidate_coefficients.shape[1] <= 3
@@ -280,11 +261,11 @@ class PolyDomIndex(CostSensitiveIndex):
         # A finite upper limit makes one chained comparison reject NaN and inf as well.
         size_max = self.domain[1] if math.isfinite(self.domain[1]) else _FLOAT_MAX
         measured = self.measured_range()
-        self._serve = (
+        serve = (
             lo, size_max, measured[0], measured[1], list(self.bounds), [len(s) for s in self.skylines], quadratic,
             sky_rows, entries, self.models,
         )
-        self._batch = self._batch_arrays()
+        self._snapshot = (serve, self._batch_arrays())
 
     def tolerance_between(self, i: int, j: int) -> float:
         """How far below candidate ``j``'s accuracy candidate ``i`` may score and still tie.
@@ -351,7 +332,7 @@ class PolyDomIndex(CostSensitiveIndex):
         TypeError
             Non-numeric arguments.
         """
-        lo, size_max, measured_lo, measured_hi, bounds, lengths, quadratic, sky_rows, entries, models = self._serve
+        lo, size_max, measured_lo, measured_hi, bounds, lengths, quadratic, sky_rows, entries, models = self._snapshot[0]
         if type(size) not in _PLAIN or type(budget) not in _PLAIN:
             size, budget = check_query(size, budget, self.domain)  # numpy scalars and the like
         try:
@@ -416,7 +397,7 @@ class PolyDomIndex(CostSensitiveIndex):
         ``log2`` of the longest skyline vectorised steps over all queries, each a gather of the
         probed entries' coefficients and one Horner evaluation.
         """
-        domain, bounds, P, cols, cand, served, cand_mask, cand_acc, space, models = self._batch
+        domain, bounds, P, cols, cand, served, cand_mask, cand_acc, space, models = self._snapshot[1]
         n, c = check_queries(sizes, budgets, domain)
         c = c * BUDGET_SLACK
         base = (np.searchsorted(bounds, n, side="right") - 1) * P

@@ -10,6 +10,7 @@ from polydom.lattice import FeatureSpace
 
 from .cascade import Cascades
 from .costcurve import CostCurve
+from .state import IndexState
 
 __all__ = ["encode", "decode"]
 
@@ -17,8 +18,6 @@ __all__ = ["encode", "decode"]
 def encode(index):
     """An ``IndexState`` of ``index``: the shared header, then the skylines, the trained sets with
     their standard errors (NaN where none was reported), the prefix chains and the cascades."""
-    from .skyline import IndexState
-
     offsets = np.zeros(len(index.skylines) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(s) for s in index.skylines])
     meta = index.state_header()

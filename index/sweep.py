@@ -3,8 +3,8 @@ interesting points and the skyline valid after each.
 
 The candidates are kept in a plain list ordered by cost just after the current size ``t``, with a
 position map, and the next swap of every adjacent pair waits in a heap. Popping an event swaps the
-pair; its verdict (did the skyline change?) comes from the paper's Theorem 3.13, made tie-aware.
-Three corrections of the paper's prose are needed for correctness:
+pair; its verdict (did the skyline change?) comes from the tie-aware Theorem 3.13 of spec §6.4.
+Three corrections of the paper's prose are needed for correctness (spec §6.2):
 
 1. the swapped pair is re-queued, because polynomials of degree >= 2 can cross again;
 2. events at the current size are accepted, because several curves can meet in one point;
@@ -12,8 +12,7 @@ Three corrections of the paper's prose are needed for correctness:
 
 Crossings of a pair come from :class:`PairCrossings`, which finds the real roots of the pair's
 difference for a whole row of pairs at once (numpy, closed forms up to degree 2) and keeps only
-the roots where the sign really changes (a tangency is not a swap: the curves touch and part
-in the same order). The order of two
+the roots where the sign really changes (tangencies are not swaps, trap T7). The order of two
 curves at any size is read from that structure, never from re-evaluating nearly-equal costs, so
 every decision about a pair is consistent with every other.
 """
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import PolydomError
 from .poly import RTOL, difference, horner, effective_degree, exact_sign, leading_sign, real_roots
 
 __all__ = ["PairCrossings", "SweepResult", "TheoremViolation", "check_against_brute_force", "sweep", "skyline_of"]
@@ -162,7 +162,7 @@ def initial_order(coef: np.ndarray, lo: float) -> list[int]:
     return [k[-1] for k in sorted(keys)]
 
 
-class TheoremViolation(AssertionError):
+class TheoremViolation(PolydomError, AssertionError):
     """``validate=True`` found a stored skyline that is wrong: a Theorem 3.13 verdict that
     disagrees with a recomputation, or a set that beats the skyline somewhere in the domain."""
 

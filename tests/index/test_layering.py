@@ -121,10 +121,7 @@ def _cycles_through(layer: str) -> list[list[str]]:
 
 
 # Known problems outside the storage layer, each with what fixes it.
-_KNOWN_CYCLES = {
-    "polydom.index": "index/skylinestate.py imports IndexState from index/skyline.py, which imports "
-                     "skylinestate: both should import it from index/state.py",
-}
+_KNOWN_CYCLES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("layer", [
