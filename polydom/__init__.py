@@ -40,6 +40,8 @@ _EXPORTS = {
     "PolydomError": ("polydom.errors", "PolydomError"),
     "ExpansionLimitError": ("polydom.expansion", "ExpansionLimitError"),
     "ExpansionError": ("polydom.expansion", "ExpansionError"),
+    "fit_features": ("polydom.precomputed", "fit_features"),
+    "FeatureFit": ("polydom.precomputed", "FeatureFit"),
     "ExpansionStore": ("polydom.cache", "ExpansionStore"),
     "CacheError": ("polydom.cache", "CacheError"),
     "build_progressive": ("polydom.progressive", "build_progressive"),
