@@ -30,9 +30,11 @@ class CostSamples:
     sizes : numpy.ndarray of int64
         Item size (pixel count) of the image each sample was taken on.
     seconds : numpy.ndarray of float64
-        Wall-clock duration of one call, ``>= 0``.
+        Duration of one call on the measuring clock (the process's CPU time by default), ``>= 0``.
     items : numpy.ndarray of int64
         Index of the source image in the ``images`` given to `measure_costs`.
+    wall_seconds : numpy.ndarray of float64, optional
+        Wall-clock duration of the same calls, recorded beside them.
 
     The three arrays have the same length: one entry per timed call.
     """
@@ -40,9 +42,29 @@ class CostSamples:
     sizes: np.ndarray
     seconds: np.ndarray
     items: np.ndarray
+    wall_seconds: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.seconds)
+
+    def cpu_wall_ratio(self) -> float:
+        """Median of CPU time over wall time per call; well below 1 means the process was kept
+        waiting (other work on the cores), NaN when no wall times were recorded."""
+        if self.wall_seconds is None:
+            return float("nan")
+        ok = self.wall_seconds > 0
+        return float(np.median(self.seconds[ok] / self.wall_seconds[ok])) if ok.any() else float("nan")
+
+    def spread(self) -> float:
+        """The largest relative interquartile range of the times at one size (0: perfectly stable)."""
+        worst = 0.0
+        for size in np.unique(self.sizes):
+            t = self.seconds[self.sizes == size]
+            mid = float(np.median(t))
+            if len(t) >= 4 and mid > 0:
+                q1, q3 = np.percentile(t, [25, 75])
+                worst = max(worst, float(q3 - q1) / mid)
+        return worst
 
 
 @dataclass(frozen=True)
@@ -124,17 +146,23 @@ def measure_costs(
     *,
     repeats: int = 3,
     warmup: int = 1,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = time.process_time,
+    wall_clock: Callable[[], float] | None = time.perf_counter,
     progress: bool = False,
 ) -> CostMeasurements:
     """Time each feature on each image resized to each square side.
 
-    For every side ``s`` and image, the image is resized to ``s x s`` (see
-    `resize_square`; resizing is not timed), then each feature's function is
-    called ``warmup`` times untimed and ``repeats`` times timed. Each timed
-    call is one sample at item size ``s * s``. Image validation is done once
-    per resized image and is not charged to the features. The garbage
-    collector is paused during the calls.
+    For every image and side ``s`` -- sizes interleaved within each image, so a burst of
+    contention hits every size rather than one -- the image is resized to ``s x s`` (see
+    `resize_square`; resizing is not timed, and done once per image and side), then each
+    feature's function is called ``warmup`` times untimed and ``repeats`` times timed. Each timed
+    call is one sample at item size ``s * s``. Image validation is not charged to the features.
+    The garbage collector is paused during the calls.
+
+    The default clock is the process's CPU time: the work a feature does, which other processes
+    competing for the cores do not inflate (wall time does, by up to several times on a busy
+    machine). It counts every thread of the process, so features that use threaded numerical
+    libraries are charged for all of their work. Wall time is recorded beside it.
 
     Parameters
     ----------
@@ -150,7 +178,9 @@ def measure_costs(
     warmup : int
         Untimed calls before them, ``>= 0``.
     clock : callable
-        ``clock() -> float`` seconds; must not go backwards.
+        ``clock() -> float`` seconds; must not go backwards. The fitted costs come from it.
+    wall_clock : callable or None
+        Read around the same calls for ``wall_seconds``; None records none.
     progress : bool
         Show a tqdm progress bar (one step per image and side).
 
@@ -186,7 +216,9 @@ def measure_costs(
     per_call = len(images) * len(unique_sides) * repeats
     sizes = {f.name: np.empty(per_call, np.int64) for f in chosen}
     seconds = {f.name: np.empty(per_call, np.float64) for f in chosen}
+    walls = {f.name: np.empty(per_call, np.float64) for f in chosen}
     items = {f.name: np.empty(per_call, np.int64) for f in chosen}
+    resized_cache: dict[tuple[int, int], np.ndarray] = {}
 
     bar = None
     if progress:
@@ -195,16 +227,20 @@ def measure_costs(
         bar = tqdm(total=len(images) * len(unique_sides), desc="timing features", unit="image")
     try:
         slot = 0
-        for side in unique_sides:
-            for index, image in enumerate(images):
-                resized = validate_image(resize_square(image, side), index=index)
+        for index, image in enumerate(images):
+            for side in unique_sides:
+                key = (id(image), side)  # a list repeating an image resizes it once per side
+                if key not in resized_cache:
+                    resized_cache[key] = validate_image(resize_square(image, side), index=index)
+                resized = resized_cache[key]
                 span = slice(slot, slot + repeats)
                 for feature in chosen:
-                    elapsed = _time_calls(feature.function, resized, repeats, warmup, clock)
+                    elapsed, wall = _time_calls(feature.function, resized, repeats, warmup, clock, wall_clock)
                     if np.any(elapsed < 0):
                         raise ValueError("clock went backwards; use a monotonic clock")
                     sizes[feature.name][span] = side * side
                     seconds[feature.name][span] = elapsed
+                    walls[feature.name][span] = wall
                     items[feature.name][span] = index
                 slot += repeats
                 if bar is not None:
@@ -214,19 +250,25 @@ def measure_costs(
             bar.close()
 
     samples = {
-        f.name: CostSamples(sizes[f.name], seconds[f.name], items[f.name]) for f in chosen
+        f.name: CostSamples(sizes[f.name], seconds[f.name], items[f.name],
+                            walls[f.name] if wall_clock is not None else None)
+        for f in chosen
     }
     return CostMeasurements(samples, unique_sides, repeats, warmup)
 
 
-def _time_calls(function, image, repeats: int, warmup: int, clock) -> np.ndarray:
-    """Call ``function(image)`` ``warmup`` times, then time ``repeats`` calls."""
+def _time_calls(function, image, repeats: int, warmup: int, clock, wall_clock) -> tuple[np.ndarray, np.ndarray]:
+    """Call ``function(image)`` ``warmup`` times, then time ``repeats`` calls on both clocks."""
     elapsed = np.empty(repeats)
+    wall = np.full(repeats, np.nan)
     with _gc_paused():
         for _ in range(warmup):
             function(image)
         for k in range(repeats):
+            w0 = wall_clock() if wall_clock is not None else 0.0
             start = clock()
             function(image)
             elapsed[k] = clock() - start
-    return elapsed
+            if wall_clock is not None:
+                wall[k] = wall_clock() - w0
+    return elapsed, wall

@@ -1,16 +1,19 @@
 """Fit cost polynomials to measured feature timings.
 
 A feature's cost curve is one polynomial ``p(n) = c_0 + c_1 n + ... + c_d n^d``
-in the item size ``n``. `fit_cost_curve` picks the one that
+in the item size ``n`` with non-negative coefficients, so it is non-negative and
+non-decreasing for ``n >= 0`` (and the index's sweep can cross curves exactly).
+`fit_cost_curve` picks it by solving a small linear programme, in one of two ways:
 
-* has non-negative coefficients, so it is non-negative and non-decreasing
-  for ``n >= 0``;
-* lies at or above the chosen quantile of the measured times at every
-  measured size, exactly in floating point; and
-* among those, has the least area over the measured size range,
+* ``"track"`` (the default for central quantiles): the least total *relative*
+  deviation from the chosen quantile of the times at each measured size -- the
+  curve follows the data, above it at some sizes and below at others, and a
+  cheap small size weighs as much as an expensive large one;
+* ``"cover"`` (the default for ``quantile >= 0.9`` and ``"max"``): at or above
+  the quantile at every measured size, exactly in floating point, with the
+  least area over the measured range -- worst-case provisioning.
 
-by solving a small linear programme. This module depends on numpy and scipy
-only.
+This module depends on numpy and scipy only.
 """
 
 from __future__ import annotations
@@ -119,10 +122,15 @@ def _power_sum(coefficients: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return (powers * coefficients).sum(axis=1)
 
 
-def fit_cost_curve(sizes, seconds, *, degree=2, quantile=0.95) -> np.ndarray:
-    """Fit the least-area non-negative polynomial bounding measured times.
+def fit_cost_curve(sizes, seconds, *, degree=2, quantile=0.95, mode=None) -> np.ndarray:
+    """Fit a non-negative polynomial to measured times: tracking them, or bounding them.
 
-    Solves, for coefficients ``c_0 .. c_degree``::
+    With ``mode="track"`` it solves, for coefficients ``c_0 .. c_degree``::
+
+        minimise    sum over sizes s_k of |p(s_k) - q_k| / q_k
+        subject to  c_j >= 0        for every j
+
+    With ``mode="cover"``::
 
         minimise    integral of p(n) dn over [min(sizes), max(sizes)]
         subject to  p(s_k) >= q_k   for every distinct size s_k
@@ -143,15 +151,17 @@ def fit_cost_curve(sizes, seconds, *, degree=2, quantile=0.95) -> np.ndarray:
     degree : int
         Degree of the polynomial, ``>= 0``.
     quantile : float in [0, 1] or "max"
-        Which quantile of the times at each size the curve must cover;
-        ``"max"`` covers every sample (the worst case).
+        Which quantile of the times at each size the curve follows (or covers);
+        ``"max"`` means every sample (the worst case).
+    mode : {"track", "cover"}, optional
+        ``None``: ``"cover"`` for ``quantile >= 0.9`` or ``"max"``, else ``"track"``.
 
     Returns
     -------
     numpy.ndarray, shape (degree + 1,)
         Coefficients, lowest degree first, all ``>= 0``; the curve is
-        therefore non-decreasing for sizes ``>= 0`` and satisfies
-        ``evaluate_cost_curve(c, s_k) >= q_k`` at every measured size.
+        therefore non-decreasing for sizes ``>= 0``. With ``"cover"`` it
+        satisfies ``evaluate_cost_curve(c, s_k) >= q_k`` at every measured size.
 
     Raises
     ------
@@ -181,6 +191,12 @@ def fit_cost_curve(sizes, seconds, *, degree=2, quantile=0.95) -> np.ndarray:
     x = unique_sizes / size_scale
     y = targets / time_scale
     powers = np.arange(degree + 1)
+    if mode is None:
+        mode = "cover" if quantile == "max" or float(quantile) >= 0.9 else "track"
+    if mode == "track":
+        return time_scale * _track(x, y, powers) / size_scale ** powers.astype(np.float64)
+    if mode != "cover":
+        raise ValueError(f"mode must be 'track' or 'cover', got {mode!r}")
     lower = x[0]
     # Area of x^j over [lower, 1]; every weight is > 0 because lower < 1, so
     # the programme is bounded, and c = (max y, 0, ..., 0) shows it feasible.
@@ -197,6 +213,26 @@ def fit_cost_curve(sizes, seconds, *, degree=2, quantile=0.95) -> np.ndarray:
     scaled = np.maximum(result.x, 0.0)
     coefficients = time_scale * scaled / size_scale ** powers.astype(np.float64)
     return _raise_to_cover(coefficients, unique_sizes, targets)
+
+
+def _track(x: np.ndarray, y: np.ndarray, powers: np.ndarray) -> np.ndarray:
+    """Scaled coefficients ``c >= 0`` minimising ``sum |p(x_k) - y_k| / y_k`` (an LP in ``c, t``)."""
+    m, d = len(x), len(powers)
+    weight = 1.0 / np.maximum(y, 1e-9)  # a zero time still counts, as a tiny one
+    basis = (x[:, None] ** powers) * weight[:, None]
+    target = y * weight
+    # Variables [c (d), t (m)]; minimise sum t subject to |basis c - target| <= t.
+    eye = np.eye(m)
+    result = linprog(
+        c=np.concatenate([np.zeros(d), np.ones(m)]),
+        A_ub=np.block([[basis, -eye], [-basis, -eye]]),
+        b_ub=np.concatenate([target, -target]),
+        bounds=[(0.0, None)] * (d + m),
+        method="highs",
+    )
+    if result.status != 0:
+        raise RuntimeError(f"cost-curve LP failed: {result.message}")
+    return np.maximum(result.x[:d], 0.0)
 
 
 def _raise_to_cover(coefficients: np.ndarray, sizes: np.ndarray, targets: np.ndarray) -> np.ndarray:

@@ -17,21 +17,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from polydom.featurizers import MIN_SIDE, Feature, FeatureError, item_size, measure_costs, resize_square
-from polydom.index.costcurve import CostCurve
+from polydom.index.costcurve import CostCurve, format_curve
 from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
 
-__all__ = ["CostFit", "default_timing_sides", "choose_timing_images", "measure_feature_costs", "format_expression"]
+__all__ = [
+    "CostFit", "CostMeasurementWarning", "default_timing_sides", "choose_timing_images", "measure_feature_costs",
+    "format_expression", "warn_if_contended",
+]
 
 
 def format_expression(curve: CostCurve, variable: str = "n") -> str:
     """A short readable form of a cost curve, e.g. ``"2.1e-05 + 3.4e-09*n"`` (seconds)."""
-    terms = []
-    for k, c in enumerate(curve.coefficients):
-        if c == 0.0 and (k or len(curve.coefficients) > 1):
-            continue
-        power = "" if k == 0 else (f"*{variable}" if k == 1 else f"*{variable}^{k}")
-        terms.append(f"{c:.3g}{power}")
-    return " + ".join(terms) or "0"
+    return format_curve(curve, variable)
 
 
 @dataclass(frozen=True)
@@ -128,13 +125,49 @@ class _Served:
         return self.feature.evaluate(image)
 
 
+class CostMeasurementWarning(UserWarning):
+    """The machine looked contended or unstable while the features were timed."""
+
+
+#: CPU time under this share of wall time means the process waited for the cores.
+MIN_CPU_WALL_RATIO = 0.7
+#: A relative interquartile range above this at one size means unstable timings.
+MAX_SPREAD = 0.5
+
+
+def warn_if_contended(measurements) -> None:
+    """Warn, with the numbers, when timings look contended (CPU well below wall time) or unstable.
+
+    The fitted curves use CPU time, which contention inflates far less than wall time; the
+    warning says that serving on this machine may take longer than they predict.
+    """
+    import warnings
+
+    notes = []
+    for name in measurements.names:
+        samples = measurements[name]
+        ratio, spread = samples.cpu_wall_ratio(), samples.spread()
+        if ratio == ratio and ratio < MIN_CPU_WALL_RATIO:
+            notes.append(f"{name}: CPU/wall {ratio:.2f}")
+        if spread > MAX_SPREAD:
+            notes.append(f"{name}: timings spread {spread:.0%} (interquartile range / median)")
+    if notes:
+        warnings.warn(
+            "feature timings look contended or unstable ("
+            + "; ".join(notes)
+            + "); costs are fitted on CPU time, but wall time on this machine may exceed them -- "
+            "time on a quiet machine, or rely on anytime serving to stop in time",
+            CostMeasurementWarning, stacklevel=3,
+        )
+
+
 def measure_feature_costs(
     features: Sequence[Feature],
     images: Sequence,
     sides: Sequence[int],
     *,
     repeats: int = 5,
-    quantile: float | str = 0.95,
+    quantile: float | str = 0.5,
     degree: int = 2,
     progress: bool | None = None,
 ) -> dict[str, CostFit]:
@@ -156,8 +189,9 @@ def measure_feature_costs(
     repeats : int
         Passes over the images: ``len(images) * repeats`` samples per feature and side.
     quantile : float in [0, 1] or "max"
-        The curve lies at or above this quantile of the times at every measured size; ``"max"``
-        is the paper's worst case.
+        The quantile of the times at each size the curve follows (median by default: serving is
+        anytime, so the clock, not the curve, guards the budget); from 0.9 up, and with ``"max"``
+        (the paper's worst case), the curve covers it at every measured size instead.
     degree : int
         Degree of the cost polynomials.
     progress : bool, optional
@@ -185,6 +219,7 @@ def measure_feature_costs(
                                    feature=exc.feature) from exc
     show = sys.stderr.isatty() if progress is None else bool(progress)
     m = measure_costs(served, images * repeats, sides, repeats=1, warmup=0, progress=show)
+    warn_if_contended(m)
     fits = {}
     for feature in features:
         samples = m[feature.name]

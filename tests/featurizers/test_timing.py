@@ -123,3 +123,39 @@ def test_resize_square_keeps_dtype_family(images):
     assert out.min() >= 0 and out.max() <= 1
     assert resize_square(np.ones((9, 9), bool), 8).dtype == np.float64
 
+
+
+def test_sizes_are_interleaved_and_wall_time_recorded_beside_cpu_time(images):
+    from polydom.featurizers import Feature
+
+    seen = []
+
+    def spy(image):
+        seen.append(image.shape[0])
+        return np.zeros(1)
+
+    ticks = iter(range(1000))
+    m = measure_costs([Feature("spy", spy, "records sides", 1)], images[:2], (8, 16), repeats=1,
+                      warmup=0, clock=lambda: float(next(ticks)), wall_clock=lambda: 0.5 * len(seen))
+    assert seen == [8, 16, 8, 16]  # within each image, every size in turn
+    samples = m["spy"]
+    assert samples.wall_seconds is not None and np.all(samples.wall_seconds == 0.5)
+    assert samples.cpu_wall_ratio() == pytest.approx(2.0)
+
+
+def test_contended_timings_warn_with_numbers():
+    from polydom.costs import CostMeasurementWarning, warn_if_contended
+    from polydom.featurizers.timing import CostMeasurements, CostSamples
+
+    sizes = np.repeat([64, 256], 8)
+    cpu = np.full(16, 1e-3)
+    quiet = CostSamples(sizes, cpu, np.zeros(16, dtype=np.int64), cpu * 1.05)
+    busy = CostSamples(sizes, cpu, np.zeros(16, dtype=np.int64), cpu * 3.0)
+    shaky = CostSamples(sizes, cpu * np.tile([1, 1, 1, 1, 3, 3, 3, 3], 2), np.zeros(16, dtype=np.int64), cpu)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_contended(CostMeasurements({"a": quiet}, (8, 16), 1, 0))
+    with pytest.warns(CostMeasurementWarning, match=r"b: CPU/wall 0\.33.*c: timings spread 100%"):
+        warn_if_contended(CostMeasurements({"a": quiet, "b": busy, "c": shaky}, (8, 16), 1, 0))

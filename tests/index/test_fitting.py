@@ -37,7 +37,7 @@ def timings(draw):
 @given(timings())
 def test_fit_is_nonnegative_monotone_and_covers_the_quantile(case):
     sizes, seconds, degree, quantile = case
-    coefficients = fit_cost_curve(sizes, seconds, degree=degree, quantile=quantile)
+    coefficients = fit_cost_curve(sizes, seconds, degree=degree, quantile=quantile, mode="cover")
     assert coefficients.shape == (degree + 1,)
     assert np.all(np.isfinite(coefficients)) and np.all(coefficients >= 0)
 
@@ -141,3 +141,20 @@ def test_quantile_per_size_matches_numpy():
 def test_bad_input_gives_clear_errors(sizes, seconds, kwargs, words):
     with pytest.raises(ValueError, match=words):
         fit_cost_curve(sizes, seconds, **kwargs)
+
+
+def test_the_tracking_fit_follows_concave_times_far_closer_than_the_cover():
+    sides = np.array([16, 24, 32, 48, 64, 96, 128])
+    sizes = np.repeat(sides ** 2, 5).astype(float)
+    rng = np.random.default_rng(0)
+    truth = lambda n: 2e-4 + 3e-5 * np.sqrt(n)  # noqa: E731 - concave in the pixel count
+    seconds = truth(sizes) * rng.uniform(0.95, 1.05, len(sizes))
+    unique = np.unique(sizes)
+    track = evaluate_cost_curve(fit_cost_curve(sizes, seconds, quantile=0.5), unique) / truth(unique)
+    cover = evaluate_cost_curve(fit_cost_curve(sizes, seconds, quantile=0.95), unique) / truth(unique)
+    assert np.all(np.abs(track - 1) < 0.3) and np.abs(track - 1).max() < np.abs(cover - 1).max() / 2
+    assert np.all(cover >= 1.0 - 0.05)  # the cover is at or above the 0.95 quantile everywhere
+    coefficients = fit_cost_curve(sizes, seconds, quantile=0.5)
+    assert np.all(coefficients >= 0)  # still non-decreasing, so the sweep's curves stay monotone
+    with pytest.raises(ValueError, match="mode"):
+        fit_cost_curve(sizes, seconds, mode="median")
