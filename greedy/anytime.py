@@ -37,7 +37,7 @@ def walk_predicted(horners: Sequence[Sequence[float]], size: float, budget: floa
     spent = 0.0
     length = 0
     for h in horners:
-        c = 0.0
+        c = 0.0  # polydom.index.poly.horner_scalar, inlined on the lookup path
         for a in h:
             c = c * size + a
         if spent + c > budget:
@@ -87,7 +87,7 @@ def walk_measured(
     elapsed = 0.0
     length = 0
     for name, h in zip(names, horners):
-        c = 0.0
+        c = 0.0  # polydom.index.poly.horner_scalar, inlined as in walk_predicted
         for a in h:
             c = c * size + a
         if elapsed + c > budget:

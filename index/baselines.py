@@ -8,6 +8,7 @@ import numpy as np
 
 from .build import index_from_expanded
 from .skyline import BUDGET_SLACK, PolyDomIndex, check_query
+from .poly import horner, horner_scalar
 from .values import Choice
 
 __all__ = ["PolyDomIndexAll", "NaiveLookup"]
@@ -65,9 +66,7 @@ class NaiveLookup:
         budget *= BUDGET_SLACK
         best, best_acc, best_cost = -1, -math.inf, math.inf
         for i, h in enumerate(self._horner):
-            c = 0.0
-            for a in h:
-                c = c * size + a
+            c = horner_scalar(h, size)
             if c <= budget:
                 a = self._acc[i]
                 if a > best_acc or (a == best_acc and c < best_cost):
@@ -79,9 +78,7 @@ class NaiveLookup:
         size, budget = self._check(size, budget)
         budget *= BUDGET_SLACK
         coef = self._coef
-        cost = np.zeros(len(coef))
-        for k in range(coef.shape[1] - 1, -1, -1):
-            cost = cost * size + coef[:, k]
+        cost = horner(coef, np.full(len(coef), size))
         fits = cost <= budget
         acc = np.where(fits, self._acc_arr, -np.inf)
         top = acc.max()
