@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Choice", "Expansion", "check_accuracy", "check_expansion", "check_real", "is_real"]
@@ -50,11 +50,16 @@ class Expansion:
         The standard error of ``accuracy`` (for cross-validation: the spread of the fold scores
         over the square root of their number). Lets the index treat sets whose accuracies are
         within noise of each other as ties and serve the cheaper.
+    info : object, optional
+        Anything else the black box wants back in the building process (for example, which
+        learner won and its fold scores, when sets are trained in worker processes); handed to
+        the black box's ``remember(features, expansion)`` when it has one, never stored.
     """
 
     accuracy: float
     model: Any = None
     std_error: float | None = None
+    info: Any = field(default=None, compare=False, repr=False)
 
 
 def check_accuracy(value, features) -> tuple[float, Any]:
@@ -66,9 +71,9 @@ def check_accuracy(value, features) -> tuple[float, Any]:
 def check_expansion(value, features) -> Expansion:
     """A black-box result as a validated :class:`Expansion`, or one clear error naming the set."""
     if isinstance(value, Expansion):
-        acc, model, se = value.accuracy, value.model, value.std_error
+        acc, model, se, info = value.accuracy, value.model, value.std_error, value.info
     else:
-        acc, model, se = value, None, None
+        acc, model, se, info = value, None, None, None
     if se is not None:
         if not is_real(se) or not (math.isfinite(se) and se >= 0):
             raise ValueError(f"expand({sorted(features)}) returned std_error {se!r}; it must be a finite number >= 0")
@@ -80,7 +85,7 @@ def check_expansion(value, features) -> Expansion:
     acc = float(acc)
     if not (math.isfinite(acc) and 0.0 <= acc <= 1.0):
         raise ValueError(f"expand({sorted(features)}) returned accuracy {acc!r}; it must be finite and in [0, 1]")
-    return Expansion(acc, model, se)
+    return Expansion(acc, model, se, info)
 
 
 class Choice(tuple):

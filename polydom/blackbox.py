@@ -253,6 +253,27 @@ class FeatureSetLearner:
             self._train(todo)
         return [self.cache[s] for s in sets]
 
+    def remember(self, features: Iterable[str], result: Expansion) -> None:
+        """Take back a set trained by a copy of this learner in another process (or read from an
+        expansion cache): its result, and -- when the copy reported them -- its winning learner
+        and fold scores, which also count in the race (so retirement carries across batches)."""
+        features = frozenset(features)
+        if features in self.cache:
+            return
+        self.cache[features] = result
+        info = result.info if isinstance(result.info, dict) else {}
+        if "learner" in info:
+            self.chosen[features] = info["learner"]
+            self.fold_scores[features] = np.asarray(info["folds"], dtype=float)
+            if features and info.get("contested"):
+                self.race["contested"] += 1
+                self.race["wins"][info["learner"]] = self.race["wins"].get(info["learner"], 0) + 1
+                self._retire_losers()
+
+    def _known(self, features: frozenset) -> bool:
+        """Whether the winner and fold scores of a cached set are known here."""
+        return features in self.chosen and (not features or features in self.fold_scores)
+
     def rescore(self, sets: Sequence[Iterable[str]]) -> list[Expansion]:
         """Score sets again on :attr:`rescore_splits` with the learner each already won with.
 
@@ -262,7 +283,7 @@ class FeatureSetLearner:
         model is kept: it was fitted on every row already.
         """
         sets = [frozenset(s) for s in sets]
-        self.many(sets)
+        self._learn_unknown(sets)
         todo = [s for s in dict.fromkeys(sets) if s not in self.rescored and s and self.rescore_splits]
         if todo:
             sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
@@ -290,7 +311,7 @@ class FeatureSetLearner:
         features = frozenset(features)
         if features in self._oof:
             return self._oof[features]
-        self.many([features])
+        self._learn_unknown([features])
         model = self._learner(features)
         if not hasattr(model, "predict_proba"):
             return None
@@ -309,6 +330,16 @@ class FeatureSetLearner:
             raise ValueError("the cross-validation folds do not cover every item; out-of-fold probabilities need them to")
         self._oof[features] = proba, classes
         return proba, classes
+
+    def _learn_unknown(self, sets: list[frozenset]) -> None:
+        """Train here the sets whose winner or fold scores are not known in this process (those
+        read from an expansion cache), keeping the result that was already reported."""
+        unknown = [s for s in dict.fromkeys(sets) if not self._known(s)]
+        if unknown:
+            kept = {s: self.cache.pop(s) for s in unknown if s in self.cache}
+            self._train(unknown)
+            for s, result in kept.items():
+                self.cache[s] = result
 
     def columns_of(self, features: Iterable[str]) -> np.ndarray:
         """Column indices of a set: its features' ranges concatenated in feature order."""
@@ -399,12 +430,13 @@ class FeatureSetLearner:
         later = iter(self._run(tasks, sliced))
         for s, name, _ in survivors:
             scores[(s, name)] += [next(later) for _ in rest]
-        winners = {}
+        winners, contested = {}, {}
         for s in todo:
             ranked = [(float(np.mean(scores[(s, name)])), -i, name, est)
                       for i, (t, name, est) in enumerate(survivors) if t == s]
             mean, _, name, est = max(ranked, key=lambda r: r[:2])
-            if s and len(self.learners) - len(self.race["retired"]) > 1:
+            contested[s] = bool(s) and len(self.learners) - len(self.race["retired"]) > 1
+            if contested[s]:
                 self.race["contested"] += 1
                 self.race["wins"][name] = self.race["wins"].get(name, 0) + 1
             if not (math.isfinite(mean) and 0.0 <= mean <= 1.0):
@@ -419,7 +451,8 @@ class FeatureSetLearner:
         for s, model in zip(todo, models):
             mean, name, _ = winners[s]
             folds = np.asarray(scores[(s, name)])
-            self.cache[s] = Expansion(mean, model, standard_error(folds, self._test_fraction))
+            info = {"learner": name, "folds": folds.tolist(), "contested": contested[s]}
+            self.cache[s] = Expansion(mean, model, standard_error(folds, self._test_fraction), info)
             self.chosen[s] = name
             self.fold_scores[s] = folds
         self.fits += len(todo)

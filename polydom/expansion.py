@@ -133,6 +133,8 @@ class ModelRecorder:
             if hit is None:
                 todo.append(m)
             else:
+                if callable(getattr(self.expand, "remember", None)):
+                    self.expand.remember(self.space.frozenset(m), hit)
                 out[m] = hit.accuracy
                 if hit.model is not None:
                     self.models[m] = hit.model
@@ -141,9 +143,14 @@ class ModelRecorder:
                 self.reused += 1
         if todo:
             self._check_limits(len(todo))
+            # A black box trained in worker processes learns nothing in this one; it may take
+            # the results back (its winners, fold scores) through ``remember``.
+            remember = getattr(self.expand, "remember", None) if self.n_jobs not in (None, 1) else None
             for m, result in zip(todo, self._train([self.space.frozenset(m) for m in todo])):
                 features = self.space.frozenset(m)
                 checked = check_expansion(result, features)
+                if callable(remember):
+                    remember(features, checked)
                 acc, model = checked.accuracy, checked.model
                 if model is not None:
                     self.models[m] = model

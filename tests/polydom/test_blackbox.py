@@ -113,3 +113,23 @@ def test_a_learner_that_keeps_losing_retires(digits):
     assert learner.race["started"] == started  # the rest were not contested: one learner left
     assert all(learner.chosen[s] == "lda" for s in sets)
     assert learner.oof_proba(sets[0])[0].shape == (len(y), 10)
+
+
+def test_sets_trained_in_workers_are_remembered_here(digits):
+    import polydom
+
+    X, y, _ = digits
+    columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
+    splits = make_splits(3, y, random_state=0, repeats=2)
+    learner = FeatureSetLearner(X, y, columns, [("nb", GaussianNB()), ("chance", DummyClassifier(strategy="uniform",
+                                random_state=0))], splits[:3], rescore_splits=splits[3:])
+    index = polydom.build({n: [1.0 + i] for i, n in enumerate(columns)}, learner, e=0.0, n_jobs=2)
+    # Batches of one set ({} and the full set open the exploration) train in this process; every
+    # other set was trained in a worker and remembered here, none trained again for rescoring.
+    assert learner.fits == 2
+    for mask in index.trained:
+        s = index.space.frozenset(mask)
+        assert learner.chosen[s] in ("nb", "prior") and s in learner.cache
+    servable = [index.space.frozenset(m) for m in index.candidates if m]
+    assert all(len(learner.fold_scores[s]) == 6 for s in servable)  # rescored without retraining
+    assert learner.race["wins"].get("nb", 0) == learner.race["contested"] > 0
