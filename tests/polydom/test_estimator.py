@@ -108,11 +108,13 @@ def test_deterministic_with_random_state(digits, fitted, fast_params):
     assert same and all(again.index_.trained[m] == fitted.index_.trained[m] for m in same)
 
 
-def test_cost_curves_are_nonnegative_and_cover_the_quantile(fitted):
+def test_cost_curves_are_nonnegative_monotone_and_track_the_median(fitted):
     for name, fit in fitted.cost_fits_.items():
         assert all(c >= 0 for c in fit.curve.coefficients), name
         sizes, targets = fit.targets()
-        assert np.all(fit.curve_values(sizes) >= targets), name
+        assert fit.quantile == 0.5
+        # The median is followed, not covered: near it everywhere, above and below it in places.
+        assert np.all(np.abs(fit.curve_values(sizes) / targets - 1) < 1.0), name
         grid = np.linspace(0, 2 * sizes.max(), 50)
         assert np.all(np.diff(fit.curve_values(grid)) >= 0), name
         assert isinstance(fit.expression(), str) and fit.sympy() is not None
