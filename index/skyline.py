@@ -185,17 +185,24 @@ class PolyDomIndex(CostSensitiveIndex):
         Choice
             Its ``cost`` is the measured time on ``clock``.
         """
+        return self.select_steps(size, budget, compute, clock, stop_when_confident=stop_when_confident)[0]
+
+    def select_steps(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False):
+        """:meth:`select`, with what happened: ``(choice, steps)``, the steps as
+        ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` (the next feature did not
+        fit) and ``("confident", mask)`` (the cascade stopped), in order."""
         if stop_when_confident and not self.cascades:
             raise ValueError("this index has no cascade thresholds; train them (cascade=True) to stop when confident")
         if not self.chains:
-            return super().select(size, budget, compute, clock)
+            choice = super().select(size, budget, compute, clock)
+            return choice, [("compute", n) for n in self.space.names if n in choice.features]
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         check_query(size, budget, self.domain)
-        mask, elapsed, _ = serve_anytime(
+        mask, elapsed, steps = serve_anytime(
             self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident,
         )
-        return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models)
+        return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models), steps
 
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
         """The skyline valid at ``size`` as ``(masks, costs, accuracies)``, cost ascending."""

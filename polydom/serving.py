@@ -49,6 +49,10 @@ class Explanation:
         Seconds the extraction took.
     label : object
         The prediction.
+    steps : tuple
+        What serving did, in order: ``("compute", feature)``, ``("upgrade", features)`` (time
+        was left, so a more accurate set became the target), ``("stop", feature)`` (that feature
+        no longer fitted the time left) and ``("confident", features)`` (the cascade stopped).
     """
 
     item: int
@@ -59,6 +63,13 @@ class Explanation:
     predicted_cost: float
     measured_cost: float
     label: Any
+    steps: tuple = ()
+
+    @property
+    def stopped_because(self) -> str:
+        """Why serving ended: ``"complete"``, ``"budget"`` or ``"confident"``."""
+        last = self.steps[-1][0] if self.steps else "compute"
+        return {"stop": "budget", "confident": "confident"}.get(last, "complete")
 
     @property
     def within_budget(self) -> bool:
@@ -106,6 +117,7 @@ class Served:
     x: np.ndarray
     measured: float
     size: int
+    steps: tuple = ()
 
 
 class ServingPlanner:
@@ -172,11 +184,18 @@ class ServingPlanner:
             return vector
 
         options = {"stop_when_confident": True} if self.cascade else {}
-        choice = self.index.select(size, budget, compute, **options)
+        with_steps = getattr(self.index, "select_steps", None)
+        if with_steps is not None:
+            choice, steps = with_steps(size, budget, compute, **options)
+        else:
+            choice = self.index.select(size, budget, compute, **options)
+            steps = [("compute", n) for n in computed]
+        space = self.index.space
+        readable = tuple((kind, tuple(sorted(space.frozenset(v))) if isinstance(v, int) else v) for kind, v in steps)
         plan = self.plan(choice.key)
         x = np.concatenate([computed[n] for n in plan.names]) if plan.names else _EMPTY
         # Nothing computed, nothing spent: the clock's own overhead is not extraction time.
-        return Served(choice, plan, x, choice.cost if computed else 0.0, size)
+        return Served(choice, plan, x, choice.cost if computed else 0.0, size, readable)
 
     # ------------------------------------------------------------------ many images
 
@@ -209,5 +228,5 @@ class ServingPlanner:
             label = s.plan.predictor.predict_one(s.x)
             predicted = self.index.cost_of(s.plan.names, s.size)
             out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
-                                   float(predicted), float(s.measured), label))
+                                   float(predicted), float(s.measured), label, s.steps))
         return out

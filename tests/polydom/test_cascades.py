@@ -79,3 +79,32 @@ def test_trained_cascades_save_cost_without_reading_held_out_data(built, tmp_pat
         assert a[0].features == b[0].features and a[1] == b[1]
     with pytest.raises(ValueError, match="no cascade thresholds"):
         _serve(index, X, columns, 0, 1.0, stop_when_confident=True)
+
+
+def test_the_classifier_explains_where_each_image_stopped_and_ignores_held_out_labels(fast_params):
+    from polydom.featurizers.datasets import load_digits_images
+
+    images, labels, _ = load_digits_images(sides=(16, 32), n_per_class=8, random_state=0)
+    groups = np.arange(len(images)) // 2
+    train = groups % 4 != 0
+    held = ~train
+    params = dict(fast_params, features=["intensity_hist", "thumbnail", "edge_density"], cascade=True,
+                  cascade_loss=2.0, finalist_repeats=0)
+    train_images = [im for im, t in zip(images, train) if t]
+
+    def fit(held_labels):
+        # Held-out labels are given nowhere to fit; shuffling them cannot move a threshold.
+        assert len(held_labels) == held.sum()
+        return polydom.CostSensitiveClassifier(**params).fit(train_images, labels[train], groups=groups[train])
+
+    first = fit(labels[held])
+    second = fit(np.random.default_rng(0).permutation(labels[held]))
+    t1, t2 = first.index_.cascades.thresholds, second.index_.cascades.thresholds
+    assert t1 and set(t1) == set(t2) and all(np.array_equal(t1[m], t2[m]) for m in t1)
+    held_images = [im for im, h in zip(images, held) if h]
+    explained = first.explain(held_images, budget=1.0)
+    assert all(e.steps and e.stopped_because in ("complete", "confident") for e in explained)
+    assert all(e.features == tuple(n for k, n in e.steps if k == "compute" and n in e.features)
+               for e in explained if e.stopped_because == "complete")
+    broke = first.explain(held_images[:3], budget=1e-9)  # nothing fits: stopped by the budget
+    assert all(e.features == () and e.stopped_because in ("budget", "complete") for e in broke)
