@@ -12,22 +12,30 @@ a fold's accuracy) stop, and only the rest are scored on the remaining folds -- 
 grows with the learners that are close, not with the length of the list. Each set's score comes
 with a standard error (the corrected resampled-t variance of Nadeau and Bengio, which accounts for
 the overlap of cross-validation training sets), so the index can tell real differences from noise.
+
+A build fits a learner thousands of times; one that warns (a ``ConvergenceWarning``) would print
+the same lines for every fit. Fits run under a :class:`WarningTally`, which counts the warnings
+by category and message instead, and the build reports them once (:class:`LearnerWarning`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
+import os
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from polydom.index.values import Expansion
+from polydom.index.values import Expansion, is_real
 
 from .errors import PolydomError
 
 __all__ = [
     "ScoringError", "FeatureSetLearner", "as_learners", "default_estimator", "default_learners", "make_splits", "standard_error",
+    "LearnerWarning", "WarningTally", "CountingExpand",
 ]
 
 
@@ -46,6 +54,128 @@ def default_estimator(random_state=None):
 
 class ScoringError(PolydomError, ValueError):
     """A scorer gave a value polydom cannot maximise (outside ``[0, 1]`` or not finite)."""
+
+
+class LearnerWarning(UserWarning):
+    """The learner's warnings during a build, counted and reported in one warning."""
+
+
+class WarningTally:
+    """Warnings raised inside fits, counted by category and first line of the message.
+
+    Each fit runs under :meth:`catching`; the warnings the active filters let through are
+    recorded instead of shown, and a message that comes back several times within one fit
+    counts once, so a count says in how many fits a warning occurred. ``"ignore"`` filters keep
+    a warning out of the tally and ``"error"`` filters still raise. :meth:`report` then issues
+    one :class:`LearnerWarning` for everything counted.
+
+    ``warnings.catch_warnings`` changes process-wide state, so fits under a tally must not run
+    on several threads of one process at once (joblib's process-based backends are fine).
+
+    Attributes
+    ----------
+    counts : dict of (str, str) to int
+        Fits that warned, by (category name, first line of the message).
+    """
+
+    #: Characters of a message kept in the tally (the first line of a long message suffices).
+    MESSAGE_CHARS = 160
+
+    def __init__(self):
+        self.counts: dict[tuple[str, str], int] = {}
+
+    @contextlib.contextmanager
+    def catching(self, into: list | None = None) -> Iterator[None]:
+        """Record the warnings of the block; their keys are also appended to ``into``."""
+        with warnings.catch_warnings(record=True) as caught:
+            yield
+        keys = list(dict.fromkeys(
+            (w.category.__name__, (str(w.message).strip().splitlines() or [""])[0][: self.MESSAGE_CHARS])
+            for w in caught
+        ))
+        self.add((category, message, 1) for category, message in keys)
+        if into is not None:
+            into.extend(keys)
+
+    def add(self, items: Iterable) -> None:
+        """Count ``(category, message, times)`` items (as :meth:`items` gives them)."""
+        for category, message, times in items:
+            key = (str(category), str(message))
+            self.counts[key] = self.counts.get(key, 0) + int(times)
+
+    def items(self) -> list[tuple[str, str, int]]:
+        """``[(category, message, times), ...]``, most frequent first (plain data: picklable)."""
+        return sorted(((c, m, n) for (c, m), n in self.counts.items()), key=lambda r: (-r[2], r[0], r[1]))
+
+    @property
+    def total(self) -> int:
+        """Warnings counted (a message counts once per fit)."""
+        return sum(self.counts.values())
+
+    def summary(self, what: str = "the learner") -> str | None:
+        """One line for everything counted, or None when nothing was.
+
+        >>> tally = WarningTally()
+        >>> tally.add([("ConvergenceWarning", "lbfgs failed to converge", 48)])
+        >>> tally.summary()
+        'the learner warned 48 times (shown once): 48 x ConvergenceWarning: lbfgs failed to converge'
+        """
+        rows = self.items()
+        if not rows:
+            return None
+        shown = "; ".join(f"{n} x {c}: {m}" for c, m, n in rows[:3])
+        more = f"; and {len(rows) - 3} other warnings" if len(rows) > 3 else ""
+        return f"{what} warned {self.total} times (shown once): {shown}{more}"
+
+    def report(self, what: str = "the learner", stacklevel: int = 2) -> None:
+        """Issue :meth:`summary` as one :class:`LearnerWarning` (nothing when nothing was counted)."""
+        text = self.summary(what)
+        if text is not None:
+            warnings.warn(text, LearnerWarning, stacklevel=stacklevel + 1)
+
+
+class CountingExpand:
+    """Any black box with its warnings counted per call (a :class:`WarningTally`), not printed.
+
+    Called in this process, a call counts into :attr:`tally`. A copy running in a worker process
+    (``polydom.build(..., n_jobs=...)``) cannot reach this tally, so it sends its counts back
+    with the result, in :attr:`Expansion.info`; :meth:`remember`, which the build calls in this
+    process for every result from a worker, adds them here and hands the black box's own info
+    to the black box's ``remember``, if it has one. Other attributes (``rescore``) are the black
+    box's.
+    """
+
+    _INFO = "polydom.warnings"
+
+    def __init__(self, expand):
+        self.expand = expand
+        self.tally = WarningTally()
+        self._home = os.getpid()
+
+    def __call__(self, features):
+        caught: list = []
+        with self.tally.catching(caught):
+            result = self.expand(features)
+        if not caught or os.getpid() == self._home or not (isinstance(result, Expansion) or is_real(result)):
+            return result
+        inner = result if isinstance(result, Expansion) else Expansion(result)
+        counts = [(category, message, 1) for category, message in caught]
+        return Expansion(inner.accuracy, inner.model, inner.std_error, {self._INFO: counts, "info": inner.info})
+
+    def remember(self, features, result) -> None:
+        """Counts a worker sent back, and the black box's own info handed on."""
+        info = getattr(result, "info", None)
+        if isinstance(info, dict) and self._INFO in info:
+            self.tally.add(info[self._INFO])
+            result = Expansion(result.accuracy, result.model, result.std_error, info["info"])
+        remember = getattr(self.expand, "remember", None)
+        if callable(remember):
+            remember(features, result)
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name in ("expand", "tally"):  # not set yet while unpickling
+            raise AttributeError(name)
+        return getattr(self.expand, name)
 
 
 def default_learners() -> list[tuple[str, object]]:
@@ -203,6 +333,8 @@ class FeatureSetLearner:
         there as clearly worse), ``contested`` and ``wins`` (sets decided among several learners,
         and who won them) and ``retired`` (learners that stopped entering; see
         :meth:`_retire_losers`).
+    warnings : WarningTally
+        What the fits warned, counted instead of printed, worker processes' fits included.
     """
 
     def __init__(
@@ -236,6 +368,8 @@ class FeatureSetLearner:
         self.rescore_splits = list(rescore_splits)
         self.rescored: set[frozenset] = set()
         self._oof: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
+        self.warnings = WarningTally()
+        self._set_warnings: dict[frozenset, list] = {}
         sizes = [(len(tr), len(te)) for tr, te in self.splits]
         self._test_fraction = float(np.mean([te / (tr + te) for tr, te in sizes]))
 
@@ -253,6 +387,21 @@ class FeatureSetLearner:
             self._train(todo)
         return [self.cache[s] for s in sets]
 
+    def __getstate__(self) -> dict:
+        """What a worker process needs: the data, folds and learners, and the race so far -- not
+        the results gathered here (their models would be shipped with every batch).
+
+        Taken while this process may still be remembering results of earlier batches (joblib
+        pickles tasks on a thread of its own), so every mutable part is copied first; copying a
+        dict or a list is atomic in CPython.
+        """
+        state = self.__dict__.copy()
+        race = dict(self.race)
+        race["wins"], race["retired"] = dict(race["wins"]), list(race["retired"])
+        state.update(cache={}, chosen={}, fold_scores={}, _oof={}, rescored=set(), race=race,
+                     warnings=WarningTally(), _set_warnings={})
+        return state
+
     def remember(self, features: Iterable[str], result: Expansion) -> None:
         """Take back a set trained by a copy of this learner in another process (or read from an
         expansion cache): its result, and -- when the copy reported them -- its winning learner
@@ -262,6 +411,7 @@ class FeatureSetLearner:
             return
         self.cache[features] = result
         info = result.info if isinstance(result.info, dict) else {}
+        self.warnings.add(info.get("warnings", ()))
         if "learner" in info:
             self.chosen[features] = info["learner"]
             self.fold_scores[features] = np.asarray(info["folds"], dtype=float)
@@ -296,6 +446,7 @@ class FeatureSetLearner:
                 self.cache[s] = Expansion(float(folds.mean()), old.model, standard_error(folds, self._test_fraction))
                 self.fold_scores[s] = folds
                 self.rescored.add(s)
+                self._set_warnings.pop(s, None)  # counted in self.warnings; the set's info is out already
         return [self.cache[s] for s in sets]
 
     def oof_proba(self, features: Iterable[str]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -321,7 +472,8 @@ class FeatureSetLearner:
         for train, test in self.splits:
             if not np.isnan(proba[test, 0]).any():
                 continue  # covered by an earlier fold: a later repeat
-            fitted = clone(model).fit(Xs[train], self.y[train])
+            with self.warnings.catching():
+                fitted = clone(model).fit(Xs[train], self.y[train])
             cols = np.searchsorted(classes, fitted.classes_)
             block = np.zeros((len(test), len(classes)))
             block[:, cols] = fitted.predict_proba(Xs[test])
@@ -388,23 +540,34 @@ class FeatureSetLearner:
                     self.race["retired"].append(name)
 
     def _fit_one(self, model, Xs: np.ndarray, train, test):
-        """Fit a clone on ``train`` rows; the score on ``test``, or the model when ``test`` is None."""
+        """Fit a clone on ``train`` rows; the score on ``test`` (or the model when ``test`` is
+        None), with the keys of the warnings the fit raised (:class:`WarningTally`)."""
         from sklearn.base import clone
 
-        model = clone(model)
-        if train is None:
-            model.fit(Xs, self.y)
-            return model
-        model.fit(Xs[train], self.y[train])
-        return float(self._scorer(model, Xs[test], self.y[test]))
+        caught: list = []
+        with WarningTally().catching(caught):
+            model = clone(model)
+            if train is None:
+                model.fit(Xs, self.y)
+                return model, caught
+            model.fit(Xs[train], self.y[train])
+            return float(self._scorer(model, Xs[test], self.y[test])), caught
 
     def _run(self, tasks: list[tuple], sliced: dict) -> list:
-        """``tasks`` of ``(set, estimator, train, test)`` through :meth:`_fit_one`, in order."""
+        """``tasks`` of ``(set, estimator, train, test)`` through :meth:`_fit_one`, in order; the
+        warnings of each fit are counted for this learner and for its set."""
         if self.n_jobs in (None, 1) or len(tasks) < 2:
-            return [self._fit_one(est, sliced[s], tr, te) for s, est, tr, te in tasks]
-        from joblib import Parallel, delayed
+            done = [self._fit_one(est, sliced[s], tr, te) for s, est, tr, te in tasks]
+        else:
+            from joblib import Parallel, delayed
 
-        return Parallel(n_jobs=self.n_jobs)(delayed(self._fit_one)(est, sliced[s], tr, te) for s, est, tr, te in tasks)
+            done = Parallel(n_jobs=self.n_jobs)(delayed(self._fit_one)(est, sliced[s], tr, te) for s, est, tr, te in tasks)
+        for (s, *_), (_, caught) in zip(tasks, done):
+            if caught:
+                counts = [(category, message, 1) for category, message in caught]
+                self.warnings.add(counts)
+                self._set_warnings.setdefault(s, []).extend(counts)
+        return [value for value, _ in done]
 
     def _train(self, todo: list[frozenset]) -> None:
         sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
@@ -451,7 +614,10 @@ class FeatureSetLearner:
         for s, model in zip(todo, models):
             mean, name, _ = winners[s]
             folds = np.asarray(scores[(s, name)])
-            info = {"learner": name, "folds": folds.tolist(), "contested": contested[s]}
+            # The set's warnings travel with it, so a build training in worker processes can
+            # count them in the building process (remember).
+            info = {"learner": name, "folds": folds.tolist(), "contested": contested[s],
+                    "warnings": self._set_warnings.pop(s, [])}
             self.cache[s] = Expansion(mean, model, standard_error(folds, self._test_fraction), info)
             self.chosen[s] = name
             self.fold_scores[s] = folds

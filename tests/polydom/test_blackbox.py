@@ -133,3 +133,17 @@ def test_sets_trained_in_workers_are_remembered_here(digits):
     servable = [index.space.frozenset(m) for m in index.candidates if m]
     assert all(len(learner.fold_scores[s]) == 6 for s in servable)  # rescored without retraining
     assert learner.race["wins"].get("nb", 0) == learner.race["contested"] > 0
+
+
+def test_a_pickled_learner_carries_the_race_but_not_the_results(digits):
+    import pickle
+
+    X, y, columns = digits
+    learner = FeatureSetLearner(X, y, columns, GaussianNB(), make_splits(2, y, random_state=0))
+    empty = len(pickle.dumps(learner))
+    learner.many([{"top"}, {"bottom"}, {"top", "bottom"}])
+    learner.race["retired"].append("x")
+    copy = pickle.loads(pickle.dumps(learner))
+    assert copy.cache == {} and copy.fold_scores == {} and copy.race["retired"] == ["x"]
+    assert len(pickle.dumps(learner)) < empty + 100  # the trained models stay here
+    assert copy(frozenset({"top"})).accuracy == learner(frozenset({"top"})).accuracy
