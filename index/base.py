@@ -50,11 +50,15 @@ class StoredIndex:
         """Feature names in index order."""
         return self.space.names
 
-    def save(self, path, **options) -> None:
-        """Persist the index, with its models, as an LMDB index at ``path`` (see :mod:`polydom.index.store`)."""
+    def save(self, path, **options) -> str:
+        """Persist the index, with its models, as an LMDB index at ``path``; the published version's name.
+
+        ``options`` go to :func:`polydom.index.store.save_index`: ``keep`` (versions kept) and
+        ``trusted`` (model types to accept beyond polydom's trusted list).
+        """
         from .store import save_index  # imported on use: serving an index never loads LMDB
 
-        save_index(self, path, **options)
+        return save_index(self, path, **options)
 
     def refresh(self) -> bool:
         """Switch a loaded index to the newest published version at its path; False if unchanged.

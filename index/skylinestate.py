@@ -12,7 +12,7 @@ from .cascade import Cascades
 from .costcurve import CostCurve
 from .state import IndexState
 
-__all__ = ["encode", "decode"]
+__all__ = ["encode", "decode", "check_arrays"]
 
 
 def encode(index):
@@ -43,8 +43,13 @@ def encode(index):
 
 def decode(cls, state):
     """Inverse of :func:`encode`; arrays added after the first format (standard errors, chains,
-    cascades) may be absent, and then the index has none."""
+    cascades) may be absent, and then the index has none.
+
+    Every array is checked (:func:`check_arrays`) before any is used, so a damaged or crafted
+    state raises ``ValueError`` instead of looping, exhausting memory or answering wrongly.
+    """
     meta, arrays = state.meta, state.arrays
+    check_arrays(meta, arrays)
     lo, hi = meta["domain"]
     offsets = arrays["skyline_offsets"].tolist()
     ids = arrays["skyline_ids"].tolist()
@@ -67,3 +72,88 @@ def _chains(arrays) -> dict[int, tuple[int, ...]]:
     offsets = arrays["chain_offsets"].tolist()
     flat = arrays["chain_features"].tolist()
     return {m: tuple(flat[a:b]) for m, a, b in zip(arrays["chain_masks"].tolist(), offsets, offsets[1:])}
+
+
+def _array(arrays, name: str, kinds: str, length: int | None = None) -> np.ndarray:
+    try:
+        arr = arrays[name]
+    except KeyError:
+        raise ValueError(f"the stored index has no {name!r} array") from None
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype.kind not in kinds:
+        raise ValueError(f"array {name!r} must be 1-D of kind {kinds!r}")
+    if length is not None and len(arr) != length:
+        raise ValueError(f"array {name!r} has {len(arr)} entries, expected {length}")
+    return arr
+
+
+def _masks(arrays, name: str, full: int, *, unique: bool = True) -> np.ndarray:
+    arr = _array(arrays, name, "iu")
+    if len(arr) and (arr.min() < 0 or arr.max() >= full):
+        raise ValueError(f"array {name!r} holds a feature-set mask outside [0, {full})")
+    if unique and len(np.unique(arr)) != len(arr):
+        raise ValueError(f"array {name!r} repeats a feature set")
+    return arr
+
+
+def _probabilities(arrays, name: str, length: int) -> None:
+    arr = _array(arrays, name, "f", length)
+    if not (np.isfinite(arr).all() and (arr >= 0.0).all() and (arr <= 1.0).all()):
+        raise ValueError(f"array {name!r} holds a value outside [0, 1]")
+
+
+def _offsets(arrays, name: str, count: int, total: int, *, nonempty: bool) -> None:
+    arr = _array(arrays, name, "iu", count + 1)
+    steps = np.diff(arr)
+    if arr[0] != 0 or arr[-1] != total or (steps <= 0 if nonempty else steps < 0).any():
+        raise ValueError(f"array {name!r} does not partition {total} entries into {count} groups")
+
+
+def check_arrays(meta, arrays) -> None:
+    """Check a stored PolyDom state before it is used: ``ValueError`` naming the first flaw.
+
+    Masks lie in ``[0, 2**features)`` and are distinct; accuracies are finite and in ``[0, 1]``;
+    standard errors NaN (none) or finite and ``>= 0``; bounds finite, strictly ascending, from the
+    domain's lower end; offsets partition their entries (each skyline non-empty); skyline ids
+    and chain features index what they refer to; cascade thresholds fit their stages and lie in
+    ``[0, 1]``; every cost curve is ``>= 0`` on the domain. ``O(entries)``.
+    """
+    n_features = len(meta["features"])
+    full = 1 << n_features
+    lo, hi = float(meta["domain"][0]), float(meta["domain"][1])
+    for name, coefficients in zip(meta["features"], meta["costs"]):
+        if not CostCurve(coefficients).is_nonnegative((lo, hi)):
+            raise ValueError(f"the cost curve of feature {name!r} is negative on the domain")
+    candidates = _masks(arrays, "candidates", full)
+    _probabilities(arrays, "candidate_accuracy", len(candidates))
+    bounds = _array(arrays, "bounds", "f")
+    if not len(bounds) or not np.isfinite(bounds).all() or bounds[0] != lo or (np.diff(bounds) <= 0).any() or bounds[-1] > hi:
+        raise ValueError("array 'bounds' must ascend strictly from the domain's lower end")
+    ids = _array(arrays, "skyline_ids", "iu")
+    _offsets(arrays, "skyline_offsets", len(bounds), len(ids), nonempty=True)
+    if len(ids) and (ids.min() < 0 or ids.max() >= len(candidates)):
+        raise ValueError("array 'skyline_ids' refers to a candidate that does not exist")
+    explored = _masks(arrays, "explored_masks", full)
+    _probabilities(arrays, "explored_accuracy", len(explored))
+    if "explored_std_error" in arrays:
+        se = _array(arrays, "explored_std_error", "f", len(explored))
+        if not (np.isnan(se) | (np.isfinite(se) & (se >= 0.0))).all():
+            raise ValueError("array 'explored_std_error' holds a negative or infinite standard error")
+    if "chain_masks" in arrays:
+        chains = _masks(arrays, "chain_masks", full)
+        order = _array(arrays, "chain_features", "iu")
+        _offsets(arrays, "chain_offsets", len(chains), len(order), nonempty=False)
+        if len(order) and (order.min() < 0 or order.max() >= n_features):
+            raise ValueError("array 'chain_features' refers to a feature that does not exist")
+    if "cascade_masks" in arrays and meta.get("cascade_classes") is not None:
+        classes = meta["cascade_classes"]
+        if not isinstance(classes, list):
+            raise ValueError("the stored cascade classes are not a list")
+        masks = _masks(arrays, "cascade_masks", full)
+        stages = _array(arrays, "cascade_stages", "iu", len(masks))
+        thresholds = _array(arrays, "cascade_thresholds", "f")
+        if len(stages) and stages.min() < 1:
+            raise ValueError("array 'cascade_stages' holds a cascade without stages")
+        if int(stages.sum(dtype=object)) * len(classes) != len(thresholds):
+            raise ValueError("array 'cascade_thresholds' does not match the stages and classes")
+        if not (np.isfinite(thresholds).all() and (thresholds >= 0.0).all() and (thresholds <= 1.0).all()):
+            raise ValueError("array 'cascade_thresholds' holds a value outside [0, 1]")

@@ -12,6 +12,11 @@ requests; threads sharing one index while another refreshes it should instead lo
 version (``polydom.load``) and swap their reference, which is atomic. Answers already returned
 (``Choice``) keep the models of their own version.
 
+Damage never takes the process down: a version is read through checked positioned reads, never
+LMDB's memory map (:mod:`~polydom.index.storage.pages`), every record and array is validated
+before use, model payloads are bounded before anything is inflated, and nothing inside an
+index directory is followed through a link. Each failure is one of the exceptions below.
+
 POSIX only (``fcntl.flock``, symlinks, directory fsync).
 """
 

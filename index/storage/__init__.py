@@ -11,6 +11,7 @@ Modules, bottom up:
 * :mod:`.records` -- the records of one version and their checks (pure, no I/O);
 * :mod:`.modelcodec` -- models to skops payloads and back, behind checksums and trusted types;
 * :mod:`.layout` -- the index directory: version names, the ``current`` pointer, fsync;
+* :mod:`.pages` -- a version's LMDB file read with checked positioned reads, never mapped;
 * :mod:`.versions` -- a published version pinned and opened read-only by this process;
 * :mod:`.lazymodels` -- a version's models, each decoded on first use;
 * :mod:`.reader` -- ``load_index`` and the ``StoreReader`` that ``refresh`` asks for newer versions;

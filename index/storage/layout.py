@@ -7,7 +7,8 @@ Layout of an index at ``PATH``
     PATH/
         current          symlink naming the published version, e.g. "v00000007"
         v00000006/       an older version, kept (``keep``) for processes still using it
-        v00000007/       one complete LMDB environment: data.mdb, lock.mdb (the writer's), pin
+        v00000007/       one complete LMDB environment: data.mdb and pin (versions written
+                         before polydom stopped using LMDB's lock file also hold lock.mdb)
         .writer.lock     flock'd by a save: saves are serialised
         .tmp-<hex>/      a save in progress, or the remains of a killed one
         .trash-<hex>/    a version being deleted
@@ -16,7 +17,9 @@ Layout of an index at ``PATH``
 A version directory is written once, fsync'd, published by renaming a new symlink onto
 ``current``, and never written again (:mod:`.writer`). Readers resolve ``current`` and pin the
 version it names (:mod:`.versions`); the records inside a version are described in
-:mod:`.records`.
+:mod:`.records`. ``current`` is the only link polydom creates or follows, and only to a bare
+version name (no path), so it cannot lead out of the directory; a version, ``pin``, data file
+or lock file that is a link is refused.
 
 POSIX only (symlinks, directory fsync; the pins and the writer lock use ``fcntl.flock``).
 """

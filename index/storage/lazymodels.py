@@ -2,8 +2,9 @@
 
 Lookups hand out this mapping with every answer (``Choice.model`` reads it), so it must cost
 nothing until a model is wanted: keys and the count come from LMDB; a payload is read, checked
-(SHA-256, trusted types: :mod:`.modelcodec`) and rebuilt with skops only on ``get``. Damage inside
-a payload is caught then, not at load.
+(SHA-256, bounds, trusted types: :mod:`.modelcodec`) and rebuilt with skops only on ``get``.
+Damage inside a payload is caught then, not at load. Records are read through the version's
+checked pages (:class:`~.pages.LmdbFile`), never through a memory map.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Mapping
 
-import lmdb
-
-from .errors import ModelIntegrityError
-from .modelcodec import decode_model, digest
+from .errors import IndexFormatError, ModelIntegrityError
+from .modelcodec import check_trusted, decode_model, digest
 from .records import mask_of, model_key
 from .versions import OpenVersion
 
@@ -72,12 +71,11 @@ class LazyModels(Mapping):
         with self._version.lock:
             if mask in self._cache:
                 return self._cache[mask]
-            env, dbs = self._version.environment()
+            file = self._version.file
             try:
-                with env.begin() as txn:
-                    payload = txn.get(key, db=dbs[b"models"])
-                    check = txn.get(key, db=dbs[b"checksums"])
-            except lmdb.Error as exc:
+                payload = file.get(b"models", key)
+                check = file.get(b"checksums", key) if payload is not None else None
+            except IndexFormatError as exc:
                 raise ModelIntegrityError(f"{self._describe(mask)} cannot be read ({exc})") from None
             if payload is None:
                 model = _ABSENT
@@ -87,10 +85,7 @@ class LazyModels(Mapping):
             return model
 
     def __iter__(self) -> Iterator[int]:
-        env, dbs = self._version.environment()
-        with env.begin(db=dbs[b"models"], buffers=True) as txn:
-            keys = [mask_of(bytes(k)) for k in txn.cursor().iternext(keys=True, values=False)]
-        return iter(keys)
+        return iter([mask_of(k) for k in self._version.file.keys(b"models")])
 
     def __len__(self) -> int:
         return self._count
@@ -100,26 +95,24 @@ class LazyModels(Mapping):
             key = model_key(mask)
         except (TypeError, ValueError):
             return False
-        env, dbs = self._version.environment()
-        with env.begin(db=dbs[b"models"], buffers=True) as txn:
-            return txn.get(key) is not None
+        return self._version.file.get(b"models", key, read=False) is not None
 
-    def stored_payloads(self, digests: list) -> Iterator[tuple[bytes, bytes]]:
+    def stored_payloads(self, digests: list, trusted: frozenset = frozenset()) -> Iterator[tuple[bytes, bytes]]:
         """``(key, payload)`` in key order, checksums verified, for copying into a new version.
 
-        Appends ``(key, sha256)`` to ``digests`` as it goes. No model is deserialised.
+        Appends ``(key, sha256)`` to ``digests`` as it goes. No model is deserialised; each
+        payload's types must be trusted by polydom, by this mapping's loader or by ``trusted``.
         """
-        env, dbs = self._version.environment()
-        with env.begin() as txn:
-            checks = txn.cursor(db=dbs[b"checksums"])
-            for key, payload in txn.cursor(db=dbs[b"models"]):
-                expected = checks.get(key)
-                if expected is None or digest(payload) != expected:
-                    raise ModelIntegrityError(
-                        f"{self._describe(mask_of(key))}: the payload does not match its checksum; not copying it"
-                    )
-                digests.append((key, expected))
-                yield key, payload
+        file = self._version.file
+        checks = dict(file.items(b"checksums"))
+        for key, payload in file.items(b"models"):
+            expected = checks.get(key)
+            what = self._describe(mask_of(key))
+            if expected is None or digest(payload) != expected:
+                raise ModelIntegrityError(f"{what}: the payload does not match its checksum; not copying it")
+            check_trusted(payload, self._trusted | trusted, what, saving=True)
+            digests.append((key, expected))
+            yield key, payload
 
     def __repr__(self) -> str:
         return f"<LazyModels {self._count} models, {len(self._cache)} loaded, {self._version.where}>"

@@ -13,19 +13,18 @@ with the index's ``_attach_store`` -- knows where it came from and reads the nex
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable
 
-import lmdb
-
 from ..backends import backend_class
 from ..state import IndexState
-from .errors import IndexFormatError, IndexNotFoundError
+from .errors import IndexFormatError, IndexNotFoundError, StoreError
 from .layout import read_current
 from .lazymodels import LazyModels
 from .modelcodec import normalize_trusted
-from .records import STATE_DIGEST_KEY, decode_state
+from .records import DATABASES, STATE_DIGEST_KEY, decode_state
 from .versions import OpenVersion, open_version
 
 __all__ = ["StoreReader", "load_index", "store_of"]
@@ -35,11 +34,18 @@ __all__ = ["StoreReader", "load_index", "store_of"]
 _PIN_ATTEMPTS = 8
 
 
+#: What a broken ``from_state`` raises for inconsistent arrays or metadata; each becomes an
+#: IndexFormatError naming the version.
+_INCONSISTENT = (KeyError, TypeError, ValueError, IndexError, ArithmeticError, AssertionError, RecursionError)
+
+
 def _check_root(root: str) -> None:
     try:
         st = os.stat(root)
-    except (FileNotFoundError, NotADirectoryError):
-        raise IndexNotFoundError(f"no index at {root}: the path does not exist") from None
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG):
+            raise IndexNotFoundError(f"no index at {root}: the path does not exist ({exc.strerror})") from None
+        raise IndexFormatError(f"no readable index at {root}: {exc.strerror or exc}") from None
     if not stat.S_ISDIR(st.st_mode):
         raise IndexFormatError(
             f"{root} is a file, not a polydom index (an index is a directory written by index.save)"
@@ -47,28 +53,35 @@ def _check_root(root: str) -> None:
 
 
 def _read_version(version: OpenVersion, trusted: frozenset, resolve: Callable[[str], type]):
-    """The index stored in ``version``: records checked (:mod:`.records`), models left lazy."""
-    env, dbs = version.environment()
-    try:
-        with env.begin() as txn:
-            meta = dict(txn.cursor(db=dbs[b"meta"]))
-            arrays = dict(txn.cursor(db=dbs[b"arrays"]))
-            state_check = txn.get(STATE_DIGEST_KEY, db=dbs[b"checksums"])
-    except lmdb.Error as exc:
-        raise IndexFormatError(f"{version.where}: the LMDB environment is damaged ({exc})") from None
+    """The index stored in ``version``: records checked (:mod:`.records`), models left lazy.
+
+    The backend's ``from_state`` validates what the arrays mean; the rebuilt index must then
+    pass its own ``check_invariants``.
+    """
+    file = version.file
+    missing = [name.decode() for name in DATABASES if not file.has(name)]
+    if missing:
+        raise IndexFormatError(f"{version.where}: not a polydom index (no {', '.join(missing)} database)")
+    meta = dict(file.items(b"meta"))
+    arrays = dict(file.items(b"arrays"))
+    state_check = file.get(b"checksums", STATE_DIGEST_KEY)
     meta, arrays, info = decode_state(meta, arrays, state_check, version.where)
-    count = info.get("models")
-    if not isinstance(count, int) or count < 0:
-        raise IndexFormatError(f"{version.where}: bad model count {count!r}")
+    count = info["models"]
+    if count != file.entries(b"models"):
+        raise IndexFormatError(f"{version.where}: {file.entries(b'models')} models stored, {count} recorded")
     try:
         cls = resolve(meta["backend"])
     except KeyError as exc:
         raise IndexFormatError(f"{version.where}: {exc.args[0] if exc.args else exc}") from None
     models = LazyModels(version, count, trusted, meta["features"])
     try:
-        return cls.from_state(IndexState(meta, arrays, models))
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        index = cls.from_state(IndexState(meta, arrays, models))
+        check = getattr(index, "check_invariants", None)
+        if check is not None:
+            check()
+    except _INCONSISTENT as exc:
         raise IndexFormatError(f"{version.where}: the stored metadata is inconsistent ({exc!r})") from exc
+    return index
 
 
 def _resolve_and_read(root: str, trusted: frozenset, resolve):
@@ -150,7 +163,8 @@ def load_index(path, *, trusted=None, resolve: Callable[[str], type] | None = No
     IndexNotFoundError
         ``path`` does not exist.
     IndexFormatError
-        Not an index, not LMDB, truncated, corrupted, unknown backend, inconsistent metadata.
+        Not an index, not LMDB, truncated, corrupted, unknown backend, inconsistent metadata or
+        arrays, a link or a FIFO where a version's directory or files belong, or unreadable.
     IndexVersionError
         An incompatible storage format.
     TypeError
@@ -160,7 +174,14 @@ def load_index(path, *, trusted=None, resolve: Callable[[str], type] | None = No
     resolve = resolve or backend_class
     root = os.path.abspath(os.fspath(path))
     _check_root(root)
-    version, index = _resolve_and_read(root, trusted, resolve)
+    try:
+        version, index = _resolve_and_read(root, trusted, resolve)
+    except StoreError:
+        raise
+    except OSError as exc:  # whatever the checks above did not foresee (EIO, EACCES, ...)
+        raise IndexFormatError(f"the index at {root} cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise IndexFormatError(f"the index at {root} is nested too deeply to read") from None
     index._attach_store(StoreReader(root, version, trusted, resolve))
     return index
 

@@ -53,6 +53,11 @@ DATABASES = (b"meta", b"arrays", b"models", b"checksums")
 MODEL_KEY_BYTES = 8
 STATE_DIGEST_KEY = b"state"
 _ARRAY_KINDS = "biuf"  # numbers only: an object array could smuggle in anything
+#: Feature-set masks are stored in signed 64-bit arrays, so an index has at most 62 features.
+MAX_FEATURES = 62
+#: Cost curves are polynomials of low degree; a stored one longer than this is damage (its roots
+#: are found through a companion matrix, cubic in its length).
+MAX_COEFFICIENTS = 64
 
 
 def model_key(mask: int) -> bytes:
@@ -95,6 +100,8 @@ def _json(value, where: str) -> bytes:
         return json.dumps(value, allow_nan=False, sort_keys=True, separators=(",", ":")).encode()
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"index metadata {where!r} cannot be stored as JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"index metadata {where!r} is nested too deeply to store") from None
 
 
 def encode_state(state) -> EncodedState:
@@ -153,18 +160,48 @@ def state_digest(meta: Mapping[bytes, bytes], arrays: Mapping[bytes, bytes]) -> 
     return h.digest()
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value (polydom never writes it)")
+
+
 def _decode_json(raw: bytes, where: str):
     try:
-        return json.loads(bytes(raw))
+        return json.loads(bytes(raw), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise IndexFormatError(f"{where}: metadata entry is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise IndexFormatError(f"{where}: metadata entry is nested too deeply") from None
+
+
+def _array(name: str, spec, raw: bytes, where: str) -> np.ndarray:
+    """One stored array, read-only, after its recorded layout is checked against its bytes.
+
+    Every array of an ``IndexState`` is 1-D and numeric with items of at most 8 bytes, so a
+    layout outside that (an object dtype, a second dimension of length 0 after one of 2**62,
+    ...) is damage, refused before numpy is asked to build it.
+    """
+    try:
+        dtype = np.dtype(spec["dtype"])
+        shape = spec["shape"]
+    except Exception:  # numpy refuses a bad dtype description with several exception kinds
+        raise IndexFormatError(f"{where}: bad layout for array {name!r}: {spec!r}") from None
+    if (
+        dtype.kind not in _ARRAY_KINDS or dtype.itemsize > 8 or dtype.fields is not None or dtype.subdtype is not None
+        or not isinstance(shape, list) or len(shape) != 1 or not isinstance(shape[0], int) or isinstance(shape[0], bool)
+        or shape[0] < 0 or shape[0] * dtype.itemsize != len(raw)
+    ):
+        raise IndexFormatError(f"{where}: array {name!r} does not match its layout {spec!r}")
+    arr = np.frombuffer(bytes(raw), dtype=dtype)
+    return arr.astype(dtype.newbyteorder("="), copy=False)
 
 
 def decode_state(meta: Mapping[bytes, bytes], arrays: Mapping[bytes, bytes], digest: bytes | None, where: str):
     """Check and decode the records of one version.
 
     The format version is checked first (a later format may checksum differently), then the
-    ``state`` digest, then the layout of every array.
+    ``state`` digest, then the layout of every array and the metadata every backend shares. What
+    the arrays mean is the backend's to check (its ``from_state``); nothing here can make that
+    unbounded: every array is 1-D, numeric and as long as its bytes say.
 
     Parameters
     ----------
@@ -192,6 +229,9 @@ def decode_state(meta: Mapping[bytes, bytes], arrays: Mapping[bytes, bytes], dig
         raise IndexFormatError(f"{where}: not a polydom index (no {STORE_KEY!r} metadata)")
     info = _decode_json(raw_info, where)
     found = info.get("format_version") if isinstance(info, dict) else None
+    if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+        # Every format records its number here; without one the record is damaged, not foreign.
+        raise IndexFormatError(f"{where}: the {STORE_KEY!r} record is damaged (no format version in it)")
     if found != FORMAT_VERSION:
         raise IndexVersionError(
             f"{where}: index storage format {found!r} is not supported (this polydom reads format "
@@ -205,18 +245,10 @@ def decode_state(meta: Mapping[bytes, bytes], arrays: Mapping[bytes, bytes], dig
         raise IndexFormatError(f"{where}: the arrays do not match their recorded layout")
     if info.get("model_key_bytes") != MODEL_KEY_BYTES:
         raise IndexFormatError(f"{where}: unexpected model key width {info.get('model_key_bytes')!r}")
-    out_arrays = {}
-    for name, spec in specs.items():
-        try:
-            dtype = np.dtype(spec["dtype"])
-            shape = tuple(int(s) for s in spec["shape"])
-        except (KeyError, TypeError, ValueError):
-            raise IndexFormatError(f"{where}: bad layout for array {name!r}: {spec!r}") from None
-        raw = arrays[name.encode()]
-        if dtype.kind not in _ARRAY_KINDS or any(s < 0 for s in shape) or math.prod(shape) * dtype.itemsize != len(raw):
-            raise IndexFormatError(f"{where}: array {name!r} does not match its layout {spec!r}")
-        arr = np.frombuffer(bytes(raw), dtype=dtype).reshape(shape)
-        out_arrays[name] = arr.astype(dtype.newbyteorder("="), copy=False)
+    count = info.get("models")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise IndexFormatError(f"{where}: bad model count {count!r}")
+    out_arrays = {name: _array(name, spec, arrays[name.encode()], where) for name, spec in specs.items()}
     out_meta = {
         key.decode(): _decode_json(value, where) for key, value in meta.items() if key != STORE_KEY.encode()
     }
@@ -238,10 +270,12 @@ def _check_meta(meta: dict, where: str) -> None:
         or len(set(features)) != len(features)
     ):
         raise IndexFormatError(f"{where}: metadata has no valid feature list")
+    if len(features) > MAX_FEATURES:
+        raise IndexFormatError(f"{where}: {len(features)} features; an index holds at most {MAX_FEATURES}")
     costs = meta.get("costs")
     if (
         not isinstance(costs, list) or len(costs) != len(features)
-        or not all(isinstance(c, list) and c and all(_is_real(x) for x in c) for c in costs)
+        or not all(isinstance(c, list) and 0 < len(c) <= MAX_COEFFICIENTS and all(_is_real(x) for x in c) for c in costs)
     ):
         raise IndexFormatError(f"{where}: the stored metadata is inconsistent (need one cost curve per feature)")
     domain = meta.get("domain")

@@ -1,4 +1,4 @@
-"""Published versions as this process reads them: pinned, opened read-only, shared, fork-safe.
+"""Published versions as this process reads them: pinned, opened without following links, fork-safe.
 
 Pinning
 -------
@@ -14,57 +14,113 @@ never wait: the shared lock is non-blocking and a save holds an exclusive one on
 
 Opening
 -------
-Environments are opened ``readonly=True, lock=False``. LMDB's lock file coordinates readers with
-a *writer* (the reader table stops a writer from recycling pages a reader still sees); a
-published version has no writer, ever, so there is nothing to coordinate. Hence readers never
-block, the reader-slot limit (``max_readers``) does not apply and no stale slot survives a crash.
-The known hazard of LMDB -- replacing data files underneath a live lock file, after which new
-readers see stale pages -- cannot occur: files are never replaced; a rebuild is a new directory.
+Nothing inside an index directory is followed through a link: the version directory is opened
+with ``O_NOFOLLOW | O_DIRECTORY`` and its ``pin`` and ``data.mdb`` relative to it with
+``O_NOFOLLOW``, and each must be a regular file -- a FIFO, a device or a socket is refused
+before anything reads from it (opening is non-blocking, so a FIFO cannot stall a load either).
 
-LMDB maps the data file, so reading a page past the end of a truncated file would kill the
-process with SIGBUS. Before any read the reader checks that the file holds every page LMDB's
-meta page claims (LMDB itself refuses page numbers beyond those), which turns truncation into an
-:class:`IndexFormatError`.
+The data file is read through :class:`~.pages.LmdbFile` -- positioned reads of pages checked
+before use -- never through LMDB's memory map, so a damaged or crafted page becomes an
+:class:`IndexFormatError` rather than a SIGBUS. LMDB's lock file is never opened: a published
+version has no writer, ever.
 
 Sharing and fork
 ----------------
-py-lmdb refuses to open one environment twice in a process, so there is at most one
-:class:`OpenVersion` per version directory, shared by every index loaded from it and released
-(environment closed, pin dropped) when the last user is gone. An environment must not be used
-across ``fork``: lookups never touch LMDB (the index is rebuilt in memory at load), and a model
-load in a child first closes the inherited environment (unmapping the child's copy --
-``lock=False`` leaves no lock state to disturb) and reopens it.
+There is one :class:`OpenVersion` per version directory in a process, shared by every index
+loaded from it and released (descriptors closed, pin dropped) when the last user is gone. It
+holds only file descriptors, which ``pread`` uses without a file position, so a forked child
+reads through them as they are -- no environment to reopen, no transaction of another thread to
+inherit. The locks that serialise model decoding are replaced in the child.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import threading
 import weakref
 
-import lmdb
-
 from .errors import IndexFormatError
 from .layout import PIN
-from .records import DATABASES
+from .pages import LmdbFile
 
-__all__ = ["OpenVersion", "open_version"]
+__all__ = ["OpenVersion", "open_version", "open_regular", "DATA_FILE"]
+
+DATA_FILE = "data.mdb"
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _pin(vdir: str) -> int | None:
-    """A descriptor holding a shared flock on ``vdir/pin``; None if the version is gone or going."""
-    pin = os.path.join(vdir, PIN)
+def open_regular(name: str, dir_fd: int, where: str) -> int | None:
+    """A read-only descriptor of the regular file ``name`` in ``dir_fd``; None if it is missing.
+
+    Raises
+    ------
+    IndexFormatError
+        ``name`` is a symbolic link, a FIFO, a socket, a device or a directory, or cannot be opened.
+    """
     try:
-        fd = os.open(pin, os.O_RDONLY)
-    except (FileNotFoundError, NotADirectoryError):
+        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise IndexFormatError(f"{where}: {name!r} is a symbolic link; polydom follows no links inside an index") from None
+        raise IndexFormatError(f"{where}: {name!r} cannot be opened ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise IndexFormatError(f"{where}: {name!r} is not a regular file")
+    return fd
+
+
+def _open_dir(root: str, name: str, where: str) -> int | None:
+    """A descriptor of version directory ``root/name``, refusing links; None if it is gone."""
+    try:
+        return os.open(os.path.join(root, name), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            try:
+                link = stat.S_ISLNK(os.lstat(os.path.join(root, name)).st_mode)
+            except OSError:
+                link = False
+            what = "a symbolic link; polydom follows no links inside an index" if link else "not a directory"
+            raise IndexFormatError(f"{where}: the version directory is {what}") from None
+        raise IndexFormatError(f"{where}: the version directory cannot be opened ({exc.strerror or exc})") from None
+
+
+def _same_directory(root: str, name: str, dir_fd: int) -> bool:
+    try:
+        there = os.stat(os.path.join(root, name), follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(dir_fd)
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _pin(root: str, name: str, dir_fd: int, where: str) -> int | None:
+    """A descriptor holding a shared flock on ``name/pin``; None if the version is gone or going."""
+    fd = open_regular(PIN, dir_fd, where)
+    if fd is None:
+        # A save removes a version by renaming its whole directory away, then deleting it; a
+        # directory still in place without its pin was damaged.
+        if _same_directory(root, name, dir_fd):
+            raise IndexFormatError(f"{where}: the version has no {PIN!r} file (it was not written by polydom)")
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        held, there = os.fstat(fd), os.stat(pin)
-        if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+        held = os.fstat(fd)
+        there = os.stat(os.path.join(root, name, PIN), follow_symlinks=False)
+        if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino) and _same_directory(root, name, dir_fd):
             return fd
-    except (BlockingIOError, FileNotFoundError):
+    except (BlockingIOError, FileNotFoundError, NotADirectoryError):
         pass  # a save is deleting this version: the caller resolves ``current`` again
     except BaseException:
         os.close(fd)
@@ -73,46 +129,18 @@ def _pin(vdir: str) -> int | None:
     return None
 
 
-def _open_environment(vdir: str, where: str):
-    """Open one version read-only, after checking its data file holds every page LMDB will read."""
-    try:
-        size = os.stat(os.path.join(vdir, "data.mdb")).st_size
-    except OSError:
-        raise IndexFormatError(f"{where}: the LMDB data file is missing") from None
-    try:
-        env = lmdb.open(
-            vdir, readonly=True, lock=False, subdir=True, create=False, max_dbs=len(DATABASES), readahead=False,
-        )
-    except lmdb.Error as exc:
-        raise IndexFormatError(f"{where}: not a readable LMDB environment ({exc})") from None
-    try:
-        needed = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
-        if size < needed:
-            raise IndexFormatError(f"{where}: the LMDB data file is truncated ({size} bytes, {needed} expected)")
-        dbs = {name: env.open_db(name, create=False) for name in DATABASES}
-    except lmdb.Error as exc:
-        env.close()
-        raise IndexFormatError(f"{where}: the LMDB environment is damaged or not a polydom index ({exc})") from None
-    except BaseException:
-        env.close()
-        raise
-    return env, dbs
-
-
 def _release(holder: dict) -> None:
-    env = holder.pop("env", None)
-    if env is not None:
-        try:
-            env.close()
-        except lmdb.Error:
-            pass
-    fd = holder.pop("pin", None)
-    if fd is not None:
-        os.close(fd)
+    for key in ("data", "pin"):
+        fd = holder.pop(key, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 class OpenVersion:
-    """One published version as opened by this process: its pin, LMDB environment and lock.
+    """One published version as opened by this process: its pin, its data file and a lock.
 
     Attributes
     ----------
@@ -120,38 +148,26 @@ class OpenVersion:
         The index directory and the version's name in it.
     where : str
         Names the version in error messages.
+    file : LmdbFile
+        The version's records, read through checked pages.
     lock : threading.RLock
         Held while a model is read and decoded, so each is loaded once.
     """
 
-    def __init__(self, root: str, name: str, pin_fd: int):
+    def __init__(self, root: str, name: str, pin_fd: int, data_fd: int):
         self.root, self.name = root, name
-        self.dir = os.path.join(root, name)
         self.where = f"index at {root} (version {name})"
+        self.file = LmdbFile(data_fd, self.where)  # raises before this object owns the descriptors
         self.lock = threading.RLock()
-        env, dbs = _open_environment(self.dir, self.where)
         # The finalizer must not hold ``self``; it closes what the holder names.
-        self._holder = {"env": env, "dbs": dbs, "pid": os.getpid(), "pin": pin_fd}
+        self._holder = {"pin": pin_fd, "data": data_fd}
         weakref.finalize(self, _release, self._holder)
-
-    def environment(self):
-        """``(env, dbs)`` usable in this process (reopened after a fork)."""
-        holder = self._holder
-        if holder["pid"] != os.getpid():
-            with self.lock:
-                if holder["pid"] != os.getpid():
-                    inherited, holder["env"] = holder["env"], None
-                    if inherited is not None:
-                        inherited.close()
-                    holder["env"], holder["dbs"] = _open_environment(self.dir, self.where)
-                    holder["pid"] = os.getpid()
-        return holder["env"], holder["dbs"]
 
     def __repr__(self) -> str:
         return f"<OpenVersion {self.where}>"
 
 
-_LIVE: "weakref.WeakValueDictionary[str, OpenVersion]" = weakref.WeakValueDictionary()
+_LIVE: "weakref.WeakValueDictionary[tuple, OpenVersion]" = weakref.WeakValueDictionary()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -166,6 +182,31 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _open(root: str, name: str) -> OpenVersion | None:
+    where = f"index at {root} (version {name})"
+    dir_fd = _open_dir(root, name, where)
+    if dir_fd is None:
+        return None
+    try:
+        pin = _pin(root, name, dir_fd, where)
+        if pin is None:
+            return None
+        try:
+            data = open_regular(DATA_FILE, dir_fd, where)
+            if data is None:
+                raise IndexFormatError(f"{where}: the LMDB data file is missing")
+        except BaseException:
+            os.close(pin)
+            raise
+    finally:
+        os.close(dir_fd)
+    try:
+        return OpenVersion(root, name, pin, data)
+    except BaseException:
+        _release({"pin": pin, "data": data})
+        raise
+
+
 def open_version(root: str, name: str) -> OpenVersion | None:
     """Version ``name`` of the index at ``root``, pinned and opened; None if it is gone or going.
 
@@ -174,21 +215,15 @@ def open_version(root: str, name: str) -> OpenVersion | None:
     Raises
     ------
     IndexFormatError
-        The version is there but its LMDB environment is missing, truncated or damaged.
+        The version is there but it is a link, holds something other than regular files, or its
+        LMDB file is missing, truncated or damaged.
     """
-    vdir = os.path.join(root, name)
-    key = os.path.realpath(vdir)
+    key = (os.path.realpath(root), name)
     with _LIVE_LOCK:
         version = _LIVE.get(key)
         if version is not None:
             return version
-        fd = _pin(vdir)
-        if fd is None:
-            return None
-        try:
-            version = OpenVersion(root, name, fd)
-        except BaseException:
-            os.close(fd)
-            raise
-        _LIVE[key] = version
+        version = _open(root, name)
+        if version is not None:
+            _LIVE[key] = version
         return version

@@ -321,13 +321,22 @@ def test_leftovers_of_killed_saves_are_ignored_then_cleaned(built, saved):
 def test_tree_models_need_the_caller_to_trust_them(tmp_path):
     costs, expand, columns = trained(3, seed=8, forest=True)
     index = polydom.build(costs, expand)
-    index.save(tmp_path / "i")
+    with pytest.raises(polydom.UntrustedModelError, match="trusted=") as refused:
+        index.save(tmp_path / "i")  # refused when saving, not at first use after loading
+    assert "sklearn.tree._tree.Tree" in refused.value.untrusted
+    assert not (tmp_path / "i").exists()  # a failed first save leaves nothing behind
+    assert index.save(tmp_path / "i", trusted=refused.value.untrusted) == "v00000001"
     key = index.lookup(1.0, 1e9).key
     with pytest.raises(polydom.UntrustedModelError, match="sklearn.tree._tree.Tree") as err:
         polydom.load(tmp_path / "i").lookup(1.0, 1e9).model
     assert "sklearn.tree._tree.Tree" in err.value.untrusted
     loaded = polydom.load(tmp_path / "i", trusted=err.value.untrusted)
     assert np.array_equal(loaded.models.get(key).predict_proba(columns(key)), index.models[key].predict_proba(columns(key)))
+    # copying a loaded index keeps the trust it was loaded with; without it the copy is refused
+    assert loaded.save(tmp_path / "copy") == "v00000001"
+    with pytest.raises(polydom.UntrustedModelError, match="trusted="):
+        polydom.load(tmp_path / "i").save(tmp_path / "copy")
+    assert sorted(os.listdir(tmp_path / "copy")) == [".writer.lock", "current", "v00000001"]
 
 
 def test_trusted_must_be_names_or_types(saved):
