@@ -70,7 +70,9 @@ class ExpansionStore:
             raise CacheError(f"expansion cache path {path!r} exists and is not a directory")
         try:
             os.makedirs(path, exist_ok=True)
-            self._env = lmdb.open(path, map_size=_MAP_SIZE, max_dbs=2, subdir=True)
+            # One process (the build's) uses the cache, so LMDB's lock file -- a shared memory
+            # map that a full disk turns into SIGBUS -- is not needed.
+            self._env = lmdb.open(path, map_size=_MAP_SIZE, max_dbs=2, subdir=True, lock=False)
         except (OSError, lmdb.Error) as exc:
             raise CacheError(f"cannot open expansion cache at {path!r}: {exc}") from None
         self._db = self._env.open_db(b"expansions")
@@ -115,14 +117,25 @@ class ExpansionStore:
         return Expansion(accuracy, decode_model(payload, checksum, self._trusted, f"cached model for {sorted(names)}"), se)
 
     def put(self, names: Sequence[str], accuracy: float, model=None, std_error: float | None = None) -> None:
-        """Commit one trained set (durable when this returns)."""
+        """Commit one trained set (durable when this returns).
+
+        Raises
+        ------
+        CacheError
+            The cache could not be written (a full disk, a damaged file), naming its path.
+        """
         se = math.nan if std_error is None else float(std_error)
         value = _HEADER.pack(float(accuracy), se, model is not None)
         if model is not None:
             payload = encode_model(model, f"model for {sorted(names)}")
             value += digest(payload) + payload
-        with self._env.begin(write=True, db=self._db) as txn:
-            txn.put(self._key(names), value)
+        import lmdb
+
+        try:
+            with self._env.begin(write=True, db=self._db) as txn:
+                txn.put(self._key(names), value)
+        except lmdb.Error as exc:
+            raise CacheError(f"cannot write to the expansion cache at {self.path!r}: {exc}") from None
 
     def __len__(self) -> int:
         """Entries under this store's key."""

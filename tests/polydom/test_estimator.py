@@ -239,7 +239,7 @@ def test_recost_trains_nothing(digits, backend, tmp_path, fast_params):
     assert after_explored == explored
     np.testing.assert_array_equal(clf.predict(images, budget=None), before)
     # ... and after a save/load round trip, recost reads the models lazily from LMDB.
-    clf.save(tmp_path / "c")
+    clf.save(tmp_path / "c", trusted=[CountingLogisticRegression])
     loaded = polydom.CostSensitiveClassifier.load(tmp_path / "c", trusted=[CountingLogisticRegression])
     loaded.recost(images[:2], repeats=1)
     assert CountingLogisticRegression.fits == trained
