@@ -57,6 +57,7 @@ def paper_learner():
 METHODS = {
     "PolyDom": ({}, "select"),
     "PolyDom plain": ({}, "plain"),
+    "PolyDom tol=0": ({"tolerance": 0.0}, "select"),
     "PolyDom cascade": ({"cascade": True}, "cascade"),
     "PolyDom α=1.2": ({"alpha": 1.2}, "select"),
     "Greedy": ({"backend": "greedy"}, "select"),
