@@ -1,4 +1,5 @@
-"""Timing harness: how long each feature takes on images of several sizes.
+"""Timing harness: how long each feature takes on images of several sizes, and whether the
+machine was quiet enough to trust the answer.
 
 Only measurement lives here; turning samples into cost polynomials is
 `index.fitting`'s job.
@@ -7,10 +8,13 @@ Only measurement lives here; turning samples into cost polynomials is
 from __future__ import annotations
 
 import gc
+import math
+import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
 from skimage.transform import resize
@@ -18,7 +22,29 @@ from skimage.transform import resize
 from polydom.featurizers.image_features import MIN_SIDE, as_gray_float, validate_image
 from polydom.featurizers.registry import Feature, resolve_features
 
-__all__ = ["CostMeasurements", "CostSamples", "measure_costs", "resize_square"]
+__all__ = [
+    "CostMeasurementWarning",
+    "CostMeasurements",
+    "CostSamples",
+    "TimingCheck",
+    "check_timing",
+    "measure_costs",
+    "resize_square",
+]
+
+#: `check_timing`'s defaults. Below this share of the wall time on a core, the timing thread
+#: was kept waiting for long stretches (a quiet machine gives about 0.98).
+MIN_CPU_WALL_RATIO = 0.8
+#: Above this median relative interquartile range of the repeats of one call, the timings are
+#: unstable (a quiet machine gives a few percent).
+MAX_REPEAT_SPREAD = 0.25
+#: Above this many cores' worth of CPU used by the process's other threads while timing, our
+#: own work competed with the timed calls.
+MAX_OTHER_THREADS = 0.1
+
+
+class CostMeasurementWarning(UserWarning):
+    """The machine looked contended or unstable while the features were timed."""
 
 
 @dataclass(frozen=True)
@@ -30,41 +56,70 @@ class CostSamples:
     sizes : numpy.ndarray of int64
         Item size (pixel count) of the image each sample was taken on.
     seconds : numpy.ndarray of float64
-        Duration of one call on the measuring clock (the process's CPU time by default), ``>= 0``.
+        Duration of one call on the measuring clock (the timing thread's CPU time by default),
+        ``>= 0``.
     items : numpy.ndarray of int64
-        Index of the source image in the ``images`` given to `measure_costs`.
+        Index of the source image in the ``images`` given to `measure_costs`. Samples sharing
+        a size and an item are repeats of one call.
     wall_seconds : numpy.ndarray of float64, optional
-        Wall-clock duration of the same calls, recorded beside them.
+        Wall-clock duration of the same calls, recorded beside them; None when not recorded.
+    cold_seconds : numpy.ndarray of float64, optional
+        With priming (see `measure_costs`), the measuring clock's duration of the untimed call
+        just before each timed one: the cost with whatever the previous feature left in the
+        caches. None without priming.
 
-    The three arrays have the same length: one entry per timed call.
+    The arrays have the same length: one entry per timed call.
     """
 
     sizes: np.ndarray
     seconds: np.ndarray
     items: np.ndarray
     wall_seconds: np.ndarray | None = None
+    cold_seconds: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.seconds)
 
     def cpu_wall_ratio(self) -> float:
-        """Median of CPU time over wall time per call; well below 1 means the process was kept
-        waiting (other work on the cores), NaN when no wall times were recorded."""
+        """Total measured time over total wall time: the share of its wall time the timed
+        calls spent on a core (about 1 on a quiet machine); NaN without wall times."""
         if self.wall_seconds is None:
-            return float("nan")
-        ok = self.wall_seconds > 0
-        return float(np.median(self.seconds[ok] / self.wall_seconds[ok])) if ok.any() else float("nan")
+            return math.nan
+        wall = float(np.sum(self.wall_seconds))
+        return float(np.sum(self.seconds)) / wall if wall > 0 else math.nan
 
-    def spread(self) -> float:
-        """The largest relative interquartile range of the times at one size (0: perfectly stable)."""
-        worst = 0.0
-        for size in np.unique(self.sizes):
-            t = self.seconds[self.sizes == size]
-            mid = float(np.median(t))
-            if len(t) >= 4 and mid > 0:
-                q1, q3 = np.percentile(t, [25, 75])
-                worst = max(worst, float(q3 - q1) / mid)
-        return worst
+    def repeat_spread(self) -> float:
+        """Median, over the calls repeated at one size on one item, of the repeats' interquartile
+        range over their median; 0 is perfectly stable, NaN when nothing was repeated.
+
+        Spread across items is left out on purpose: different images may really cost
+        different amounts, while repeats of one call differ only by measurement noise.
+        """
+        spreads = []
+        for times in _repeat_groups(self.sizes, self.items, self.seconds):
+            middle = float(np.median(times))
+            if len(times) >= 2 and middle > 0:
+                q1, q3 = np.percentile(times, [25, 75])
+                spreads.append(float(q3 - q1) / middle)
+        return float(np.median(spreads)) if spreads else math.nan
+
+    def cold_ratio(self) -> float:
+        """Median of the cold calls' time over the primed calls' time: how much the cache state
+        a call inherits costs it on this machine now (NaN without priming)."""
+        if self.cold_seconds is None:
+            return math.nan
+        ok = self.seconds > 0
+        return float(np.median(self.cold_seconds[ok] / self.seconds[ok])) if ok.any() else math.nan
+
+
+def _repeat_groups(sizes, items, seconds) -> list[np.ndarray]:
+    """``seconds`` split into the groups sharing a size and an item."""
+    keys = np.stack([np.asarray(sizes, np.int64), np.asarray(items, np.int64)], axis=1)
+    _, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.flatnonzero(np.diff(inverse[order])) + 1
+    return np.split(np.asarray(seconds, np.float64)[order], bounds)
 
 
 @dataclass(frozen=True)
@@ -79,12 +134,22 @@ class CostMeasurements:
         The square sides measured; item sizes are their squares.
     repeats, warmup : int
         Timed and untimed calls per feature, image and side.
+    elapsed : float
+        Wall seconds the timed rounds took (NaN when no wall clock was read).
+    other_threads_seconds : float
+        CPU seconds the process's other threads used during the timed rounds (0 when not
+        known): our own workers, or a library's thread pool, competing with the timed calls.
+    pinned_cpu : int or None
+        The core the timing thread was pinned to, if it was.
     """
 
     samples: Mapping[str, CostSamples]
     sides: tuple[int, ...]
     repeats: int
     warmup: int
+    elapsed: float = math.nan
+    other_threads_seconds: float = 0.0
+    pinned_cpu: int | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -98,6 +163,116 @@ class CostMeasurements:
 
     def __getitem__(self, name: str) -> CostSamples:
         return self.samples[name]
+
+    def check(self, **thresholds) -> "TimingCheck":
+        """`check_timing` of these measurements."""
+        return check_timing(self, **thresholds)
+
+
+@dataclass(frozen=True)
+class TimingCheck:
+    """Whether a timing run looked contended or unstable, with the numbers that say so.
+
+    Attributes
+    ----------
+    cpu_wall_ratio : float
+        Over every timed call: measured time over wall time (NaN without wall times).
+    feature_cpu_wall : dict of str to float
+        The same per feature.
+    feature_spread : dict of str to float
+        `CostSamples.repeat_spread` per feature.
+    feature_cold_ratio : dict of str to float
+        `CostSamples.cold_ratio` per feature: not a problem in itself, but what serving on this
+        machine, with caches as cold as the timing's first calls, pays over the fitted cost.
+    other_threads : float
+        Cores' worth of CPU the process's other threads used while timing
+        (``other_threads_seconds / elapsed``; NaN when the elapsed time is unknown).
+    problems : tuple of str
+        One sentence per threshold crossed, numbers included; empty when the run looked sound.
+    """
+
+    cpu_wall_ratio: float
+    feature_cpu_wall: dict = field(default_factory=dict)
+    feature_spread: dict = field(default_factory=dict)
+    feature_cold_ratio: dict = field(default_factory=dict)
+    other_threads: float = math.nan
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """No threshold was crossed."""
+        return not self.problems
+
+    def message(self) -> str:
+        """The problems as one warning text (empty when there are none)."""
+        if not self.problems:
+            return ""
+        return ("feature timings look contended or unstable: " + "; ".join(self.problems)
+                + ". Costs are fitted on the timing thread's CPU time, which contention inflates far "
+                "less than wall time, but they may still be off: time on a quiet machine to be sure")
+
+    def warn(self, stacklevel: int = 1) -> None:
+        """Issue `message` as a `CostMeasurementWarning` when there are problems; ``stacklevel``
+        1 names the line calling this method, 2 the line calling that function, and so on."""
+        if self.problems:
+            warnings.warn(self.message(), CostMeasurementWarning, stacklevel=stacklevel + 1)
+
+
+def check_timing(
+    measurements: CostMeasurements,
+    *,
+    min_cpu_wall_ratio: float = MIN_CPU_WALL_RATIO,
+    max_repeat_spread: float = MAX_REPEAT_SPREAD,
+    max_other_threads: float = MAX_OTHER_THREADS,
+) -> TimingCheck:
+    """Say whether ``measurements`` were taken on a contended or unstable machine.
+
+    Three signs, each compared with its threshold:
+
+    * CPU/wall below ``min_cpu_wall_ratio`` (over all calls, or for one feature): the timing
+      thread waited for a core, so other work competed for the machine;
+    * a feature's repeat spread above ``max_repeat_spread``: repeats of one call disagree;
+    * other threads of this process using more than ``max_other_threads`` cores while timing.
+
+    Parameters
+    ----------
+    measurements : CostMeasurements
+    min_cpu_wall_ratio, max_repeat_spread, max_other_threads : float
+
+    Returns
+    -------
+    TimingCheck
+        Its ``problems`` name each feature and number that crossed a threshold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sizes, items = np.array([64, 64, 256, 256]), np.zeros(4, dtype=np.int64)
+    >>> cpu = np.full(4, 1e-3)
+    >>> busy = CostSamples(sizes, cpu, items, wall_seconds=2 * cpu)
+    >>> check_timing(CostMeasurements({"hog": busy}, (8, 16), 2, 1)).problems
+    ('CPU/wall 0.50 over all calls (below 0.8)', 'hog: CPU/wall 0.50')
+    """
+    ratios = {name: measurements[name].cpu_wall_ratio() for name in measurements.names}
+    spreads = {name: measurements[name].repeat_spread() for name in measurements.names}
+    cpu = sum(float(np.sum(measurements[name].seconds)) for name in measurements.names)
+    walls = [measurements[name].wall_seconds for name in measurements.names]
+    wall = sum(float(np.sum(w)) for w in walls if w is not None)
+    overall = cpu / wall if wall > 0 and all(w is not None for w in walls) else math.nan
+    elapsed = measurements.elapsed
+    other = measurements.other_threads_seconds / elapsed if elapsed > 0 else math.nan
+
+    problems = []
+    if overall < min_cpu_wall_ratio:  # False for NaN: no wall times, nothing to say
+        problems.append(f"CPU/wall {overall:.2f} over all calls (below {min_cpu_wall_ratio:g})")
+    problems += [f"{name}: CPU/wall {r:.2f}" for name, r in ratios.items() if r < min_cpu_wall_ratio]
+    problems += [f"{name}: repeats spread {s:.0%} (interquartile range over median; above "
+                 f"{max_repeat_spread:.0%})" for name, s in spreads.items() if s > max_repeat_spread]
+    if other > max_other_threads:
+        problems.append(f"other threads of this process used {other:.2f} cores while timing "
+                        f"(above {max_other_threads:g}): our own workers or a thread pool competed")
+    colds = {name: measurements[name].cold_ratio() for name in measurements.names}
+    return TimingCheck(overall, ratios, spreads, colds, other, tuple(problems))
 
 
 def resize_square(image, side: int) -> np.ndarray:
@@ -139,6 +314,42 @@ def _check_count(value, name: str, minimum: int) -> int:
     return int(value)
 
 
+@contextmanager
+def _pinned_to_one_core(enabled: bool):
+    """Pin the calling thread to one of its allowed cores for the duration; yields the core or None.
+
+    A thread the scheduler moves between cores starts its next call on cold caches. On a busy
+    two-core machine, the cheapest features' median CPU time rose 55% unpinned but 15% pinned.
+    """
+    if not enabled or not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    try:
+        allowed = os.sched_getaffinity(0)  # 0: the calling thread, on Linux
+        core = max(allowed)
+        os.sched_setaffinity(0, {core})
+    except OSError:
+        yield None
+        return
+    try:
+        yield core
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _single_threaded_libraries():
+    """Limit BLAS and OpenMP pools to one thread, when threadpoolctl is installed.
+
+    The thread's CPU clock does not see work done by a library's helper threads; with one
+    thread it sees all of a feature's work, and no pool competes for the other cores.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - installed with scikit-learn
+        return ExitStack()
+    return threadpool_limits(limits=1)
+
+
 def measure_costs(
     features,
     images: Sequence,
@@ -146,23 +357,40 @@ def measure_costs(
     *,
     repeats: int = 3,
     warmup: int = 1,
-    clock: Callable[[], float] = time.process_time,
+    clock: Callable[[], float] = time.thread_time,
     wall_clock: Callable[[], float] | None = time.perf_counter,
+    process_clock: Callable[[], float] | None = time.process_time,
+    pin: bool = True,
+    prime: bool = True,
+    random_state=0,
+    warn: bool = True,
     progress: bool = False,
 ) -> CostMeasurements:
     """Time each feature on each image resized to each square side.
 
-    For every image and side ``s`` -- sizes interleaved within each image, so a burst of
-    contention hits every size rather than one -- the image is resized to ``s x s`` (see
-    `resize_square`; resizing is not timed, and done once per image and side), then each
-    feature's function is called ``warmup`` times untimed and ``repeats`` times timed. Each timed
-    call is one sample at item size ``s * s``. Image validation is not charged to the features.
-    The garbage collector is paused during the calls.
+    Every image is resized to every side ``s`` (see `resize_square`; not timed, and done once:
+    all resized images are held at once), then the features are called in rounds: each round
+    visits every (image, side) pair in a shuffled order and, on each, calls every feature in a
+    shuffled order -- as serving computes the features of one item one after another. So a
+    burst of contention or a slow drift is spread over every feature and size instead of
+    landing on one. The first ``warmup`` rounds are untimed (lazy imports, first-call set-up);
+    each of the next ``repeats`` rounds gives one sample per feature, image and side, at item
+    size ``s * s``. The garbage collector is paused throughout.
 
-    The default clock is the process's CPU time: the work a feature does, which other processes
-    competing for the cores do not inflate (wall time does, by up to several times on a busy
-    machine). It counts every thread of the process, so features that use threaded numerical
-    libraries are charged for all of their work. Wall time is recorded beside it.
+    With ``prime`` (the default) each timed call comes right after an untimed call of the same
+    feature on the same image, whose duration is kept as ``cold_seconds``. The timed call then
+    measures the feature's own work, with its code and data in the caches; the first call also
+    pays for refilling them after whatever ran before, and that part is a property of the
+    machine's state, not of the feature: on a busy two-core machine it ranged from 1.1 to 2.7
+    times the primed time for the cheapest features from one run to the next, while primed
+    times of two runs, one beside a busy loop on every core, agreed within 7%.
+
+    The default clock is the calling thread's CPU time: the work a call does, which other
+    processes competing for the cores do not inflate (wall time, recorded beside it, grows by
+    several times on a busy machine). While timing, the thread is pinned to one core (``pin``)
+    and BLAS/OpenMP pools are limited to one thread, so that the clock sees all of a feature's
+    work. Call it when the process's own workers are idle: `check_timing` reports the CPU the
+    process's other threads used meanwhile, and how contended and stable the run was.
 
     Parameters
     ----------
@@ -174,21 +402,32 @@ def measure_costs(
         Square sides to resize to, each ``>= MIN_SIDE``. The item size for a
         side ``s`` is ``s ** 2``; repeated sides are measured once.
     repeats : int
-        Timed calls per feature, image and side, ``>= 1``.
+        Timed rounds: calls per feature, image and side, ``>= 1``.
     warmup : int
-        Untimed calls before them, ``>= 0``.
+        Untimed rounds before them, ``>= 0``.
     clock : callable
-        ``clock() -> float`` seconds; must not go backwards. The fitted costs come from it.
+        ``clock() -> float`` seconds; must not go backwards. The samples' ``seconds``.
     wall_clock : callable or None
-        Read around the same calls for ``wall_seconds``; None records none.
+        Read inside the same calls for ``wall_seconds``; None records none.
+    process_clock : callable or None
+        CPU seconds of the whole process, compared with ``clock`` over the timed rounds to find
+        the CPU other threads used; None skips that.
+    pin : bool
+        Pin the calling thread to one core while timing, where the OS allows it.
+    prime : bool
+        Call each feature once, untimed but clocked, right before each timed call.
+    random_state : int, numpy Generator or None
+        Seeds the shuffled order.
+    warn : bool
+        Issue a `CostMeasurementWarning` with the numbers when `check_timing` finds problems.
     progress : bool
-        Show a tqdm progress bar (one step per image and side).
+        Show a tqdm progress bar (one step per image and side in each timed round).
 
     Returns
     -------
     CostMeasurements
-        For every feature, ``len(images) * len(set(sides)) * repeats``
-        samples.
+        For every feature, ``len(images) * len(set(sides)) * repeats`` samples, ordered by
+        side, then image, then round.
 
     Raises
     ------
@@ -212,63 +451,78 @@ def measure_costs(
         raise ValueError("no images to measure")
     for index, image in enumerate(images):
         validate_image(image, index=index)
+    resized = [[validate_image(resize_square(image, side), index=index) for side in unique_sides]
+               for index, image in enumerate(images)]
 
-    per_call = len(images) * len(unique_sides) * repeats
-    sizes = {f.name: np.empty(per_call, np.int64) for f in chosen}
-    seconds = {f.name: np.empty(per_call, np.float64) for f in chosen}
-    walls = {f.name: np.empty(per_call, np.float64) for f in chosen}
-    items = {f.name: np.empty(per_call, np.int64) for f in chosen}
-    resized_cache: dict[tuple[int, int], np.ndarray] = {}
+    shape = (len(unique_sides), len(images), repeats)
+    seconds = {f.name: np.empty(shape) for f in chosen}
+    walls = {f.name: np.full(shape, np.nan) for f in chosen}
+    colds = {f.name: np.full(shape, np.nan) for f in chosen}
+    pairs = [(i, s) for i in range(len(images)) for s in range(len(unique_sides))]
+    rng = np.random.default_rng(random_state)
+    nobody = lambda: 0.0  # noqa: E731 - stands in for an absent clock
+    wall_now = wall_clock or nobody
+    process_now = process_clock or nobody
 
+    previous = -1
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(images) * len(unique_sides), desc="timing features", unit="image")
+        bar = tqdm(total=len(pairs) * repeats, desc="timing features", unit="image")
     try:
-        slot = 0
-        for index, image in enumerate(images):
-            for side in unique_sides:
-                key = (id(image), side)  # a list repeating an image resizes it once per side
-                if key not in resized_cache:
-                    resized_cache[key] = validate_image(resize_square(image, side), index=index)
-                resized = resized_cache[key]
-                span = slice(slot, slot + repeats)
-                for feature in chosen:
-                    elapsed, wall = _time_calls(feature.function, resized, repeats, warmup, clock, wall_clock)
-                    if np.any(elapsed < 0):
-                        raise ValueError("clock went backwards; use a monotonic clock")
-                    sizes[feature.name][span] = side * side
-                    seconds[feature.name][span] = elapsed
-                    walls[feature.name][span] = wall
-                    items[feature.name][span] = index
-                slot += repeats
-                if bar is not None:
-                    bar.update(1)
+        with _gc_paused(), _single_threaded_libraries(), _pinned_to_one_core(pin) as core:
+            for round_ in range(warmup + repeats):
+                timed = round_ >= warmup
+                if round_ == warmup:
+                    started = (wall_now(), clock(), process_now())
+                for p in rng.permutation(len(pairs)):
+                    i, s = pairs[p]
+                    image = resized[i][s]
+                    order = rng.permutation(len(chosen))
+                    if order[0] == previous:
+                        # A feature called twice in a row would find its caches warm by chance.
+                        order = np.roll(order, -1)
+                    previous = order[-1]
+                    for f in order:
+                        feature = chosen[f]
+                        if not timed:
+                            feature.function(image)
+                            continue
+                        if prime:
+                            c0 = clock()
+                            feature.function(image)
+                            colds[feature.name][s, i, round_ - warmup] = clock() - c0
+                        c0 = clock()
+                        w0 = wall_now()
+                        feature.function(image)
+                        w1 = wall_now()
+                        c1 = clock()
+                        if c1 < c0:
+                            raise ValueError("clock went backwards; use a monotonic clock")
+                        seconds[feature.name][s, i, round_ - warmup] = c1 - c0
+                        walls[feature.name][s, i, round_ - warmup] = w1 - w0
+                    if timed and bar is not None:
+                        bar.update(1)
+            ended = (wall_now(), clock(), process_now())
     finally:
         if bar is not None:
             bar.close()
 
+    sizes = np.repeat([side * side for side in unique_sides], len(images) * repeats).astype(np.int64)
+    items = np.tile(np.repeat(np.arange(len(images), dtype=np.int64), repeats), len(unique_sides))
     samples = {
-        f.name: CostSamples(sizes[f.name], seconds[f.name], items[f.name],
-                            walls[f.name] if wall_clock is not None else None)
+        f.name: CostSamples(sizes.copy(), seconds[f.name].ravel(), items.copy(),
+                            walls[f.name].ravel() if wall_clock is not None else None,
+                            colds[f.name].ravel() if prime else None)
         for f in chosen
     }
-    return CostMeasurements(samples, unique_sides, repeats, warmup)
-
-
-def _time_calls(function, image, repeats: int, warmup: int, clock, wall_clock) -> tuple[np.ndarray, np.ndarray]:
-    """Call ``function(image)`` ``warmup`` times, then time ``repeats`` calls on both clocks."""
-    elapsed = np.empty(repeats)
-    wall = np.full(repeats, np.nan)
-    with _gc_paused():
-        for _ in range(warmup):
-            function(image)
-        for k in range(repeats):
-            w0 = wall_clock() if wall_clock is not None else 0.0
-            start = clock()
-            function(image)
-            elapsed[k] = clock() - start
-            if wall_clock is not None:
-                wall[k] = wall_clock() - w0
-    return elapsed, wall
+    elapsed = ended[0] - started[0] if wall_clock is not None else math.nan
+    other = 0.0
+    if process_clock is not None:
+        # The process's CPU time counts this thread too; what is left ran on other threads.
+        other = max(0.0, (ended[2] - started[2]) - (ended[1] - started[1]))
+    measurements = CostMeasurements(samples, unique_sides, repeats, warmup, elapsed, other, core)
+    if warn:
+        measurements.check().warn(stacklevel=2)
+    return measurements

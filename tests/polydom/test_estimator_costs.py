@@ -1,13 +1,19 @@
 """The estimator's building blocks on real images: measured cost curves, the feature matrix and
 its cache, the cross-validated black box."""
 
+import functools
+import itertools
+import json
+import math
+
 import numpy as np
 import pytest
 
 from polydom.featurizers import REGISTRY, resolve_features
 from polydom.featurizers.datasets import load_digits_images
 from polydom.blackbox import FeatureSetLearner, default_estimator, make_splits
-from polydom.costs import default_timing_sides, format_expression, measure_feature_costs
+from polydom import costs
+from polydom.costs import CostFit, CostMeasurementWarning, default_timing_sides, format_expression, measure_feature_costs
 from polydom.extraction import extract_features
 from polydom.index import CostCurve
 
@@ -19,15 +25,19 @@ def digits():
 
 
 @pytest.mark.parametrize("quantile", [0.5, 0.95, "max"])
-def test_cost_fits_are_nonnegative_monotone_and_cover_the_quantile(digits, quantile):
+def test_cost_fits_are_nonnegative_monotone_and_follow_the_quantile(digits, quantile):
     images, _ = digits
     features = resolve_features(["intensity_hist", "edge_density", "lbp"])
     fits = measure_feature_costs(features, images[:2], (8, 12, 16, 24, 32), repeats=2, quantile=quantile,
                                  progress=False)
     assert list(fits) == [f.name for f in features]
     for name, fit in fits.items():
-        assert len(fit.sizes) == len(fit.seconds) == 5 * 2 * 2
+        assert len(fit.sizes) == len(fit.seconds) == len(fit.items) == len(fit.wall_seconds) == 5 * 2 * 2
         assert set(fit.sizes.tolist()) == {64, 144, 256, 576, 1024}
+        assert fit.measured_range == (64.0, 1024.0)
+        assert set(fit.items.tolist()) == {0, 1}
+        assert np.all(fit.wall_seconds > 0)
+        # A quadratic kept non-decreasing on [0, inf) has non-negative coefficients.
         assert all(c >= 0 for c in fit.curve.coefficients)
         sizes, targets = fit.targets()
         if quantile == 0.5:
@@ -40,6 +50,52 @@ def test_cost_fits_are_nonnegative_monotone_and_cover_the_quantile(digits, quant
             assert np.all(fit.curve_values(fit.sizes) >= fit.seconds)
         values = fit.curve_values(np.linspace(0, 4096, 100))
         assert np.all(np.diff(values) >= 0)
+
+
+def test_cost_fits_keep_the_domain_and_round_trip_through_json(digits):
+    images, _ = digits
+    features = resolve_features(["intensity_hist", "lbp"])
+    fits = measure_feature_costs(features, images[:2], (8, 12, 16, 24, 32), repeats=2, degree=2,
+                                 domain=(0, 2048), progress=False)
+    for name, fit in fits.items():
+        assert fit.domain == (0.0, 2048.0)
+        grid = np.linspace(0, 2048, 400)  # non-decreasing on the domain, even where it bends down
+        assert np.all(np.diff(fit.curve_values(grid)) >= 0)
+        data = json.loads(json.dumps(fit.to_json(), allow_nan=False))
+        assert data["measured_range"] == [64.0, 1024.0]
+        back = CostFit.from_json(name, data)
+        assert back.curve == fit.curve and back.domain == fit.domain and back.quantile == fit.quantile
+        assert fit.cold_seconds.shape == fit.seconds.shape and np.all(fit.cold_seconds > 0)
+        for field in ("sizes", "seconds", "items", "wall_seconds", "cold_seconds"):
+            np.testing.assert_array_equal(getattr(back, field), getattr(fit, field))
+        np.testing.assert_array_equal(back.targets()[1], fit.targets()[1])
+    unbounded = measure_feature_costs(features[:1], images[:1], (8, 12, 16), repeats=1, progress=False)
+    data = unbounded["intensity_hist"].to_json()
+    assert data["domain"] == [0.0, None]  # JSON has no infinity
+    assert CostFit.from_json("intensity_hist", data).domain == (0.0, math.inf)
+
+
+def test_fits_saved_before_wall_times_and_items_still_load():
+    old = {"coefficients": [1e-4, 2e-8], "sizes": [64, 64, 256, 256], "seconds": [1e-4, 3e-4, 2e-4, 4e-4],
+           "quantile": 0.5}
+    fit = CostFit.from_json("old", old)
+    assert fit.items is None and fit.wall_seconds is None and fit.domain == (0.0, math.inf)
+    assert fit.measured_range == (64.0, 256.0)
+    np.testing.assert_allclose(fit.targets()[1], [2e-4, 3e-4])
+    assert np.isnan(fit.samples().cpu_wall_ratio())
+
+
+def test_a_contended_timing_warns_with_the_numbers(digits, monkeypatch):
+    # Every timed call takes one tick of CPU time and four of wall time.
+    images, _ = digits
+    cpu, wall = itertools.count(), itertools.count(0, 4)
+    monkeypatch.setattr(costs, "measure_costs", functools.partial(
+        costs.measure_costs, clock=lambda: float(next(cpu)), wall_clock=lambda: float(next(wall))))
+    with pytest.warns(CostMeasurementWarning, match=r"CPU/wall 0\.25 over all calls.*intensity_hist: CPU/wall 0\.25") as seen:
+        fits = measure_feature_costs(resolve_features(["intensity_hist"]), images[:1], (8, 12, 16), repeats=1,
+                                     progress=False)
+    assert seen[0].filename == __file__  # the warning names the line that asked for the fits
+    assert fits["intensity_hist"].samples().cpu_wall_ratio() == pytest.approx(0.25)
 
 
 def test_format_expression():
