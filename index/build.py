@@ -120,7 +120,7 @@ def build_polydom(
     sandwich: str = "all",
     candidate_alpha: float = 1.0,
     validate: bool = False,
-    tolerance: float | None = None,
+    tolerance: float | None = 0.0,
     prefix_chains: bool = True,
     reference_size: float | None = None,
     measured_range: tuple[float, float] | None = None,

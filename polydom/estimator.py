@@ -63,9 +63,10 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     e : float or "auto", default "auto"
         Monotonicity tolerance of the lattice exploration; ``"auto"`` measures it on the trained
         sets (``index_.stats["e_used"]``), so that alpha = 1 stays exact on the scores it has.
-    tolerance : float, optional
+    tolerance : float or None, default 0.0
         The tie rule: among affordable sets within ``tolerance`` of the best, serve the cheapest.
-        ``None``: one standard error of the difference of their scores; ``0``: the paper's rule.
+        ``0``: the most accurate (the paper's rule); ``None``: within one standard error of the
+        difference of their scores (opt-in: with few training items it serves too cheap sets).
     cv : int or cross-validation splitter, default 5
         Folds for each feature set's score. An int gives stratified k-fold, grouped by ``groups``
         when ``fit`` gets them (keep renderings of one picture in one fold).
@@ -195,7 +196,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     }
 
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
-                 tolerance=None, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.5,
+                 tolerance=0.0, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.5,
                  extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2, backend="polydom",
                  lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
                  warm_start=False, n_jobs=None, random_state=None, progress=None):

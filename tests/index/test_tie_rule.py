@@ -59,9 +59,9 @@ def test_fixed_tolerance_serves_a_tying_set_and_batches_agree(seed, tolerance):
 def test_standard_errors_decide_the_ties_and_survive_storage(tmp_path):
     costs, acc, se = _instance(7)
     expand = lambda s: polydom.Expansion(acc[s], None, std_error=se[s])  # noqa: E731
-    index = polydom.build(costs, expand, e=0.0)
+    index = polydom.build(costs, expand, e=0.0, tolerance=None)
     brute = BruteForce(costs, acc.__getitem__)
-    paper = polydom.build(costs, expand, e=0.0, tolerance=0.0)
+    paper = polydom.build(costs, expand, e=0.0)  # tolerance 0, the default
     cheaper = 0
     for size in np.linspace(0, 1e4, 15):
         for budget in brute.costs_at(size):
