@@ -8,36 +8,21 @@ classifier's own state inside its index (:mod:`polydom.classifier_state`).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from polydom.backends import backend_spec, buildable
-
+from .batchserving import BatchServer
+from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import load_classifier, save_classifier
-from .constraints import (
-    Boolean, Integer, NoneValue, Options, PathLike, Real, Satisfies, SequenceOf, check_param, validate_params,
-)
+from .constraints import Integer, check_param
 from .costs import measure_feature_costs
 from .inputs import as_image_list, check_budgets, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
 from .serving import Explanation
 
 __all__ = ["CostSensitiveClassifier", "Explanation"]
-
-
-def _estimator_has(attr: str):
-    """For ``available_if``: whether every learner (``None``: the default ones) has ``attr``."""
-    from .blackbox import as_learners
-
-    def check(self) -> bool:
-        chosen = self.learners if self.learners is not None else self.estimator
-        return all(hasattr(est, attr) for _, est in as_learners(chosen))
-
-    return check
 
 
 class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
@@ -163,37 +148,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     ()
     """
 
-    # Declared once, as scikit-learn declares ``_parameter_constraints`` (its constraint helpers
-    # are private, so these are polydom's own; see polydom.constraints). Checked when fit starts.
-    _constraints = {
-        "features": [NoneValue(), SequenceOf("feature names or Feature objects")],
-        "estimator": [NoneValue(), Satisfies(lambda v: hasattr(v, "fit") and hasattr(v, "predict"),
-                                             "a scikit-learn classifier")],
-        "budget": [Real(low=0.0), NoneValue()],
-        "alpha": [Real(low=1.0)],
-        "learners": [NoneValue(), SequenceOf("scikit-learn classifiers or (name, classifier) pairs")],
-        "e": [Real(low=0.0), Options(("auto",))],
-        "tolerance": [NoneValue(), Real(low=0.0)],
-        "cv": [Integer(low=2), Satisfies(lambda v: not isinstance(v, numbers.Integral), "a cross-validation splitter")],
-        "cv_repeats": [Integer(low=1)],
-        "finalist_repeats": [Integer(low=0)],
-        "cascade": [Boolean()],
-        "cascade_loss": [Real(low=0.0)],
-        "extrapolate": [Options(("warn", "raise", "allow"))],
-        "scoring": [NoneValue(), Satisfies(lambda v: isinstance(v, str) or callable(v), "a scorer name or callable")],
-        "cost_quantile": [Real(0.0, 1.0), Options(("max",))],
-        "cost_degree": [Integer(low=0)],
-        "backend": [Options(buildable())],
-        "lambdas": [NoneValue(), SequenceOf("numbers")],
-        "timing_sides": [NoneValue(), SequenceOf("integers >= 8", Integer(low=8))],
-        "timing_repeats": [Integer(low=1)],
-        "timing_images": [Integer(low=1)],
-        "cache_dir": [NoneValue(), PathLike()],
-        "warm_start": [Boolean()],
-        "n_jobs": [NoneValue(), Integer(exclude=(0,))],
-        "random_state": [NoneValue(), Integer(low=0)],
-        "progress": [NoneValue(), Boolean()],
-    }
+    _constraints = CONSTRAINTS  # declared in polydom.classifier_params, checked when fit starts
 
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
                  tolerance=0.0, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.5,
@@ -229,14 +184,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_params(self) -> None:
         """The constraint table, then the rules that relate two parameters."""
-        validate_params(self.get_params(deep=False), self._constraints)
-        if self.estimator is not None and self.learners is not None:
-            raise ValueError("give estimator (one learner) or learners (several), not both")
-        if self.lambdas is not None and "lambdas" not in backend_spec(self.backend).options:
-            raise ValueError(f"lambdas applies to backend='greedy' only, got backend={self.backend!r}")
-        if self.timing_sides is not None and len(set(self.timing_sides)) < self.cost_degree + 1:
-            raise ValueError(f"timing_sides needs at least cost_degree + 1 = {self.cost_degree + 1} distinct sides, "
-                             f"got {list(self.timing_sides)}")
+        check_params(self.get_params(deep=False), self._constraints)
 
     def fit(self, images, y, *, groups=None):
         """Measure costs, train the feature sets the lattice explores, and build the index.
@@ -336,14 +284,19 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         self.timing_sides_ = tuple(int(s) for s in sides)
         return self
 
-    def _request(self, images, budget):
-        """``(images, budgets)`` of a request, checked once per call (each image when served)."""
+    def _request(self, images, budget, total_budget=None):
+        """``(server, images, budgets)`` of a request, checked once per call (each image when served):
+        the planner and per-image budgets, or a :class:`~polydom.batchserving.BatchServer` and the total."""
         if "index_" not in self.__dict__:  # sklearn's generic check costs more than a request
             check_is_fitted(self, "index_")
         images = as_image_list(images)
-        return images, check_budgets(self.budget if budget is None else budget, len(images))
+        if total_budget is None:
+            return self.planner_, images, check_budgets(self.budget if budget is None else budget, len(images))
+        if budget is not None:
+            raise ValueError("give budget (seconds per image) or total_budget (seconds for the batch), not both")
+        return BatchServer(self.planner_), images, total_budget
 
-    def predict(self, images, budget=None) -> np.ndarray:
+    def predict(self, images, budget=None, *, total_budget=None) -> np.ndarray:
         """Predict each image's class within its budget, computing only the chosen features.
 
         Parameters
@@ -352,37 +305,44 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         budget : float or array_like of shape (n_images,), optional
             Seconds of feature extraction allowed per image; default the ``budget`` parameter
             (``None``: no limit).
+        total_budget : float, optional
+            Seconds for the whole batch instead (not with ``budget``; the ``budget`` parameter
+            does not apply): planned before any feature is computed, then re-planned with the time
+            left as images are served (:mod:`polydom.batchserving`).
 
         Returns
         -------
         ndarray of shape (n_images,)
         """
-        images, budgets = self._request(images, budget)
-        return self.planner_.predict(images, budgets, self.classes_.dtype)
+        server, images, budgets = self._request(images, budget, total_budget)
+        return server.predict(images, budgets, self.classes_.dtype)
 
-    @available_if(_estimator_has("predict_proba"))
-    def predict_proba(self, images, budget=None) -> np.ndarray:
-        """Class probabilities of each image within its budget (columns follow ``classes_``).
+    @available_if(estimator_has("predict_proba"))
+    def predict_proba(self, images, budget=None, *, total_budget=None) -> np.ndarray:
+        """Class probabilities of each image within its budget, or of the batch within ``total_budget``
+        (as :meth:`predict`); columns follow ``classes_``.
 
         Available when the learner has ``predict_proba`` (the default hinge-loss SGD has not).
         """
-        images, budgets = self._request(images, budget)
-        return self.planner_.predict_proba(images, budgets, self.classes_)
+        server, images, budgets = self._request(images, budget, total_budget)
+        return server.predict_proba(images, budgets, self.classes_)
 
-    def explain(self, images, budget=None) -> list[Explanation]:
+    def explain(self, images, budget=None, *, total_budget=None) -> list[Explanation]:
         """Predict as :meth:`predict` does; per image, an :class:`Explanation` of what was computed
-        and how long it took."""
-        images, budgets = self._request(images, budget)
-        return self.planner_.explain(images, budgets)
+        and how long it took. With ``total_budget``, a list that also carries the batch's realised
+        spend (``.summary``, a :class:`~polydom.batchserving.BatchSpend`) and its first ``.plan``."""
+        server, images, budgets = self._request(images, budget, total_budget)
+        return server.explain(images, budgets)
 
-    def score(self, images, y, sample_weight=None, budget=None) -> float:
-        """Accuracy of :meth:`predict` on ``images`` within ``budget``."""
+    def score(self, images, y, sample_weight=None, budget=None, *, total_budget=None) -> float:
+        """Accuracy of :meth:`predict` on ``images`` within ``budget`` (or ``total_budget``)."""
         from sklearn.metrics import accuracy_score
 
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(images):
             raise ValueError(f"y must hold one label per image ({len(images)}), got shape {y.shape}")
-        return float(accuracy_score(y, self.predict(images, budget=budget), sample_weight=sample_weight))
+        predicted = self.predict(images, budget=budget, total_budget=total_budget)
+        return float(accuracy_score(y, predicted, sample_weight=sample_weight))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -4,6 +4,7 @@ Usage::
 
     polydom inspect PATH [--json] [--ranges N]        (polydom.cli.inspect)
     polydom lookup PATH --size N --budget C [--json]  (polydom.cli.lookup)
+    polydom plan PATH --sizes FILE --total-budget S   (polydom.cli.plan)
     polydom build SPEC --out PATH ...                 (polydom.cli.build)
     polydom recost PATH ...                           (polydom.cli.recost)
     polydom demo --out DIR ...                        (polydom.cli.demo)
@@ -65,6 +66,8 @@ class _Parser(argparse.ArgumentParser):
 
 add_lazy_command("inspect", "features, cost curves, counts, bounds and the skyline of each range", "polydom.cli.inspect")
 add_lazy_command("lookup", "the most accurate feature set within a budget at a size", "polydom.cli.lookup")
+add_lazy_command("plan", "one set per item of a batch sharing a total budget, against an equal split",
+                 "polydom.cli.plan")
 add_lazy_command("build", "precompute an index from a build script (SPEC) and publish it", "polydom.cli.build")
 add_lazy_command("demo", "the main job on embedded real images: precompute, serve, write a report", "polydom.cli.demo")
 add_lazy_command("recost", "re-measure a saved classifier's feature costs here and republish it, training nothing",

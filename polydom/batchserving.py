@@ -1,0 +1,110 @@
+"""Serving a batch of images under one total budget: plan first, serve anytime, re-plan with the time left.
+
+:class:`BatchServer` gives a :class:`~polydom.serving.ServingPlanner`'s ``predict``,
+``predict_proba`` and ``explain`` for a batch sharing ``total_budget`` seconds of feature
+extraction. Every image is validated and its size read, and the batch is planned
+(:class:`~polydom.batchaccount.BatchAccount`), before any feature is computed. Each image is
+then served by :meth:`ServingPlanner.serve <polydom.serving.ServingPlanner.serve>` with the
+budget its planned set needs -- the index's :meth:`select` computes on the real clock and, where
+the backend is anytime, falls back to a computed prefix or upgrades within that budget -- and
+its measured seconds are booked, so the rest is re-planned with the time actually left. See
+:mod:`polydom.batchaccount` for the plan, the re-plans and the bound on the realised spend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .batchaccount import BatchAccount, BatchSpend, check_total_budget
+from .inputs import check_images
+from .serving import Explanation
+
+__all__ = ["BatchExplanations", "BatchServer", "BatchSpend"]
+
+
+class BatchExplanations(list):
+    """A list of :class:`~polydom.serving.Explanation`, one per image, with the batch's account.
+
+    Attributes
+    ----------
+    summary : BatchSpend
+        Realised spend against the total and the first plan.
+    plan : BatchPlan
+        The first plan (made before any feature was computed).
+    """
+
+    def __init__(self, explanations, summary: BatchSpend, plan):
+        super().__init__(explanations)
+        self.summary = summary
+        self.plan = plan
+
+
+class BatchServer:
+    """A :class:`~polydom.serving.ServingPlanner`'s ``predict``, ``predict_proba`` and ``explain`` for a
+    batch sharing one total budget: the same call shapes, with ``total_budget`` where the planner
+    takes per-image budgets.
+
+    Parameters
+    ----------
+    planner : ServingPlanner
+    **options
+        For :class:`~polydom.batchaccount.BatchAccount`: ``replan_every``, ``drift``,
+        ``calibrate``, ``max_item_budget``, ``exact``.
+
+    Attributes
+    ----------
+    summary_ : BatchSpend or None
+        The account of the last batch served to the end (``None`` before the first).
+    """
+
+    def __init__(self, planner, **options):
+        self.planner = planner
+        self.options = options
+        self.summary_: BatchSpend | None = None
+
+    def _served(self, images, total_budget):
+        """``(account, items)``: the batch planned, then each item served lazily as
+        ``(budget, predicted cost, Served)`` and booked."""
+        total = check_total_budget(total_budget)  # named before any image is looked at
+        arrays = check_images(images)
+        index = self.planner.index
+        account = BatchAccount(index, [a.shape[0] * a.shape[1] for a in arrays], total, **self.options)
+
+        def items():
+            for i, array in enumerate(arrays):
+                budget = account.budget(i)
+                served = self.planner.serve(array, i, budget)
+                predicted = index.cost_of(served.plan.names, served.size) if served.plan.names else 0.0
+                account.record(i, served.measured, predicted, float(served.choice.accuracy))
+                yield budget, predicted, served
+            self.summary_ = account.summary()
+
+        return account, items()
+
+    def predict(self, images, total_budget: float, dtype) -> np.ndarray:
+        """Labels of ``images``, the batch within ``total_budget`` seconds of extraction."""
+        account, items = self._served(images, total_budget)
+        out = np.empty(len(account), dtype=dtype)
+        for i, (_, _, served) in enumerate(items):
+            out[i] = served.plan.predictor.predict_one(served.x)
+        return out
+
+    def predict_proba(self, images, total_budget: float, classes: np.ndarray) -> np.ndarray:
+        """Class probabilities (columns follow the sorted ``classes``), the batch within ``total_budget``."""
+        account, items = self._served(images, total_budget)
+        out = np.zeros((len(account), len(classes)))
+        for i, (_, _, served) in enumerate(items):
+            model = served.plan.model  # it may have seen fewer classes than the whole training set
+            out[i, np.searchsorted(classes, model.classes_)] = model.predict_proba(served.x.reshape(1, -1))[0]
+        return out
+
+    def explain(self, images, total_budget: float) -> BatchExplanations:
+        """One :class:`~polydom.serving.Explanation` per image (its budget from the plan, its
+        measured seconds), with the batch's :class:`BatchSpend` as ``summary``."""
+        account, items = self._served(images, total_budget)
+        out = []
+        for i, (budget, predicted, s) in enumerate(items):
+            label = s.plan.predictor.predict_one(s.x)
+            out.append(Explanation(i, s.size, budget, s.plan.names, float(s.choice.accuracy), float(predicted),
+                                   float(s.measured), label, s.steps))
+        return BatchExplanations(out, account.summary(), account.plan)
