@@ -1,9 +1,9 @@
 """Measured costs: time each feature on real images across sizes and fit its cost polynomial.
 
 Timing is :func:`featurizers.measure_costs` (images resized to square sides, features called in
-shuffled rounds as serving computes them, on the timing thread's CPU clock with wall time beside
-it; see :func:`measure_feature_costs`), with a warning giving the numbers when the machine looked
-contended or unstable. Fitting is :func:`index.fitting.fit_cost_curve`: a polynomial following
+shuffled rounds as serving computes them, each timed call primed by an untimed one, on the timing
+thread's CPU clock with wall time beside it; see :func:`measure_feature_costs`), with a warning
+giving the numbers when the machine looked contended or unstable. Fitting is :func:`index.fitting.fit_cost_curve`: a polynomial following
 the chosen quantile (the median by default) of the times at each measured size, non-negative
 and non-decreasing on the measured sizes and the domain. Costs are CPU seconds on the machine
 that measured them, as functions of the item size ``n`` (pixel count).
