@@ -104,7 +104,7 @@ def test_the_classifier_explains_where_each_image_stopped_and_ignores_held_out_l
     held_images = [im for im, h in zip(images, held) if h]
     explained = first.explain(held_images, budget=1.0)
     assert all(e.steps and e.stopped_because in ("complete", "confident") for e in explained)
-    assert all(e.features == tuple(n for k, n in e.steps if k == "compute" and n in e.features)
-               for e in explained if e.stopped_because == "complete")
+    # Every feature of the set served was computed (in its chain's order, recorded in the steps).
+    assert all(set(e.features) <= {n for k, n in e.steps if k == "compute"} for e in explained)
     broke = first.explain(held_images[:3], budget=1e-9)  # nothing fits: stopped by the budget
     assert all(e.features == () and e.stopped_because in ("budget", "complete") for e in broke)
