@@ -285,8 +285,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _request(self, images, budget, total_budget=None):
-        """``(server, images, budgets)`` of a request, checked once per call (each image when served):
-        the planner and per-image budgets, or a :class:`~polydom.batchserving.BatchServer` and the total."""
+        """``(server, images, budgets)``: the planner and per-image budgets, or a batch server and the total."""
         if "index_" not in self.__dict__:  # sklearn's generic check costs more than a request
             check_is_fitted(self, "index_")
         images = as_image_list(images)

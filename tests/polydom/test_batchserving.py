@@ -39,13 +39,16 @@ def digits():
     return images, labels, np.arange(len(images)) // len(SIDES)
 
 
-@pytest.fixture(scope="module", params=["polydom", "greedy-cost"])
+@pytest.fixture(scope="module", params=["polydom", "polydom-ties", "greedy-cost"])
 def fitted(request, digits, fast_params):
-    """A classifier over counting features (counters reset by each test that reads them)."""
+    """A classifier over counting features (counters reset by each test that reads them); with
+    ``-ties``, the tie rule on (a lookup may serve a cheaper set than an option it lists)."""
     images, labels, groups = digits
     features = [Feature(f"counted_{n}", Counter(REGISTRY[n].function), dimension=REGISTRY[n].dimension)
                 for n in NAMES]
-    clf = polydom.CostSensitiveClassifier(features=features, backend=request.param, **fast_params)
+    backend, _, ties = request.param.partition("-")
+    options = {"tolerance": None} if ties else {}
+    clf = polydom.CostSensitiveClassifier(features=features, backend=backend, **options, **fast_params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a contended machine's timing warning is not under test here
         return clf.fit(images, labels, groups=groups)
