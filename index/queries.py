@@ -120,4 +120,24 @@ class Batch:
         """Feature names of answer ``i``."""
         return self._space.frozenset(int(self.keys[i]))
 
+    #: Answers a repr spells out; a batch may hold millions, so the rest are only counted.
+    _REPR_SHOWN = 3
+
+    def __repr__(self) -> str:
+        """The number of answers and the first few, each as its features, accuracy and cost.
+
+        >>> import polydom
+        >>> index = polydom.build({"a": [1.0]}, lambda fs: 0.9 if fs else 0.5)
+        >>> index.lookup_many([1.0, 1.0], [0.0, 2.0])
+        <Batch of 2 answers: {} accuracy 0.5 cost 0; {a} accuracy 0.9 cost 1>
+        """
+        shown = [
+            f"{{{', '.join(sorted(self.features(i)))}}} accuracy {self.accuracy[i]:.4g} cost {self.cost[i]:.4g}"
+            for i in range(min(len(self), self._REPR_SHOWN))
+        ]
+        more = len(self) - len(shown)
+        tail = f"; ... {more} more" if more > 0 else ""
+        body = f": {'; '.join(shown)}{tail}" if shown else ""
+        return f"<Batch of {len(self)} answer{'' if len(self) == 1 else 's'}{body}>"
+
 

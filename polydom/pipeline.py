@@ -11,6 +11,11 @@
 :func:`run_fit` runs the four steps on validated parameters (:class:`FitSettings`) and returns a
 :class:`FitResult`. A :class:`WarmStart` from the previous run lets steps 1 and 2 be skipped when
 their inputs did not change, so a refit with another ``alpha`` or backend only rebuilds.
+
+Progress (:class:`TrainingProgress`): bars on a terminal; with ``progress=True`` and no terminal,
+plain lines -- one per step, and the sets trained with their rate and the time left at that rate.
+The learner's warnings are counted per fit and reported once, after the build
+(:class:`polydom.warntally.WarningTally`).
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from polydom.lattice.featureset import MAX_FEATURES
 
 from .costs import CostFit, choose_timing_images, default_timing_sides, measure_feature_costs
 
-__all__ = ["FitSettings", "WarmStart", "FitResult", "run_fit", "expansion_cache_key", "learner_estimator",
-           "MAX_FEATURES"]
+__all__ = ["FitSettings", "WarmStart", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
+           "learner_estimator", "MAX_FEATURES"]
 
 
 
@@ -152,26 +157,103 @@ class FitResult:
         }
 
 
-class TrainingBar:
-    """``progress(trained)`` for :func:`polydom.build`: a tqdm bar, on a terminal unless forced."""
+class TrainingProgress:
+    """``progress(trained)`` for :func:`polydom.build`: sets trained, their rate, and time left.
 
-    def __init__(self, progress, total: int):
-        self.bar = None
+    How many sets an exploration trains is not known when it starts (pruning decides as it
+    goes), so the total shown is an upper bound, ``limit``: the lattice's sets not already in the
+    expansion cache. Nothing is claimed beyond it -- no bar that stops at 70 %.
+
+    * On a terminal (``progress`` None or True): a tqdm counter -- sets, rate, elapsed time.
+    * Elsewhere, with ``progress=True`` (a log file, a pipe, CI): plain lines, one at the first
+      set, then at most one every ``every`` seconds, and one when done::
+
+          polydom: training feature sets: 120 trained (at most 256), 4.1 sets/s, 29 s so far, at most 33 s left
+
+      where the time left is for the remaining sets of ``limit`` at the rate so far.
+
+    * ``progress=None`` elsewhere, or ``progress=False``: nothing.
+
+    Parameters
+    ----------
+    progress : bool or None
+    limit : int
+        Most sets this build can train.
+    stream : file, optional
+        Default ``sys.stderr``.
+    every : float, default 10.0
+        Seconds between plain lines.
+    label : str, default "polydom"
+        Prefix of plain lines.
+    clock : callable, default time.monotonic
+
+    Attributes
+    ----------
+    trained : int
+        Sets trained so far.
+    """
+
+    def __init__(self, progress, limit: int, *, stream=None, every: float = 10.0, label: str = "polydom",
+                 clock=time.monotonic):
+        self.stream = sys.stderr if stream is None else stream
+        self.limit, self.every, self.label, self.clock = int(limit), float(every), label, clock
         self.trained = 0
-        if progress is not False:
-            from tqdm.auto import tqdm
+        self.bar = None
+        self.lines = False
+        self.started = self.last = clock()
+        terminal = bool(getattr(self.stream, "isatty", lambda: False)())
+        if progress is False or self.limit <= 0:
+            return
+        if terminal:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:  # tqdm comes with the images extra; plain lines do without it
+                self.lines = True
+            else:
+                self.bar = tqdm(desc=f"training feature sets (at most {self.limit})", unit="set", file=self.stream)
+        else:
+            self.lines = progress is True
 
-            self.bar = tqdm(total=total, desc="training feature sets", unit="set",
-                            disable=None if progress is None else False, file=sys.stderr)
+    def line(self) -> str:
+        """The progress line as it stands (also what plain mode prints)."""
+        elapsed = self.clock() - self.started
+        rate = self.trained / elapsed if elapsed > 0 else 0.0
+        speed = f"{rate:.1f} sets/s" if rate >= 1 or rate == 0 else f"{1 / rate:.1f} s/set"
+        text = (f"{self.label}: training feature sets: {self.trained} trained (at most {self.limit}), "
+                f"{speed}, {elapsed:.0f} s so far")
+        if rate > 0 and self.trained < self.limit:
+            text += f", at most {(self.limit - self.trained) / rate:.0f} s left"
+        return text
 
     def __call__(self, trained: int) -> None:
+        first = self.trained == 0
         self.trained = trained
         if self.bar is not None:
             self.bar.update(trained - self.bar.n)
+        elif self.lines and (first or self.clock() - self.last >= self.every):
+            self.last = self.clock()
+            print(self.line(), file=self.stream, flush=True)
 
-    def close(self) -> None:
+    def close(self, done: bool = True) -> None:
+        """Close the bar, or print the last line (how many sets were trained, and how fast) --
+        unless the build did not finish (``done=False``): its caller says what happened."""
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
+        elif self.lines and self.trained and done:
+            elapsed = self.clock() - self.started
+            print(f"{self.label}: trained {self.trained} feature sets in {elapsed:.0f} s", file=self.stream, flush=True)
+            self.lines = False
+
+
+def sets_in_cache(cache, key: str | None) -> int:
+    """Sets already in the expansion cache under ``key`` (0 without a cache or a key)."""
+    if cache is None or key is None or not os.path.isdir(cache):
+        return 0
+    from .cache import ExpansionStore
+
+    with ExpansionStore(cache, key) as store:
+        return len(store)
 
 
 def expansion_cache_key(matrix, y, splits, estimator, scoring) -> str:
@@ -216,14 +298,19 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     from .extraction import extract_features, feature_fingerprint, images_fingerprint
 
     s = settings
+    # tqdm bars need a terminal; elsewhere, progress=True means plain lines, one per step here.
+    plain = s.progress is True and not sys.stderr.isatty()
+    bars = None if plain else s.progress
+    say = (lambda text: print(f"polydom: {text}", file=sys.stderr, flush=True)) if plain else (lambda text: None)
     t0 = time.perf_counter()
     sizes = np.array([item_size(im) for im in images], dtype=np.int64)
     data_key = (images_fingerprint(images), feature_fingerprint(s.features))
     if warm is not None and warm.data_key == data_key:
         matrix = warm.matrix
     else:
+        say(f"computing {len(s.features)} features of {len(images)} images")
         matrix = extract_features(images, s.features, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
-                                  progress=s.progress)
+                                  progress=bars)
 
     t1 = time.perf_counter()
     sides = tuple(s.timing_sides) if s.timing_sides is not None else default_timing_sides(sizes)
@@ -233,8 +320,9 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         fits = warm.fits
     else:
         timed = [images[i] for i in choose_timing_images(images, s.timing_images, s.random_state)]
+        say(f"timing {len(s.features)} features on {len(timed)} images at sides {', '.join(map(str, sides))}")
         fits = measure_feature_costs(s.features, timed, sides, repeats=s.timing_repeats, quantile=s.cost_quantile,
-                                     degree=s.cost_degree, progress=s.progress)
+                                     degree=s.cost_degree, progress=bars)
 
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)
@@ -253,19 +341,25 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     if s.lambdas is not None:
         options["lambdas"] = list(s.lambdas)
     cache = s.cache_path("expansions")
+    cache_key = None
     if cache is not None:
-        options.update(cache=cache, cache_key=expansion_cache_key(matrix, y, splits, s.estimator, s.scoring))
-    bar = TrainingBar(s.progress, 2 ** len(s.features))
+        cache_key = expansion_cache_key(matrix, y, splits, s.estimator, s.scoring)
+        options.update(cache=cache, cache_key=cache_key)
+    bar = TrainingProgress(s.progress, 2 ** len(s.features) - sets_in_cache(cache, cache_key))
     try:
         index = polydom.build({name: fit.curve for name, fit in fits.items()}, learner, alpha=s.alpha, e=s.e,
                               backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
-    finally:
-        bar.close()
+    except BaseException:
+        bar.close(done=False)
+        raise
+    bar.close()
     if s.cascade and getattr(index, "chains", None):
         from .cascades import train_cascades
 
         index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss))
     t3 = time.perf_counter()
+    # One warning for all the fits' warnings, pointing at the caller of ``fit``.
+    learner.warnings.report(stacklevel=3)
 
     # Sets this build used ({} included), and how many of them were trained now rather than
     # served from the expansion cache (the recorder reports fresh trainings only).
@@ -276,6 +370,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         "expanded": expanded, "trained": bar.trained, "reused": expanded - bar.trained,
         "learners": [name for name, _ in s.estimator], "learner_race": dict(learner.race),
         "learner_chosen": {name: sum(1 for v in learner.chosen.values() if v == name) for name, _ in s.estimator},
+        "learner_warnings": learner.warnings.items(),
     }
     return FitResult(
         index=index, classes=np.unique(y), features=list(s.features), columns=dict(matrix.columns), fits=fits,

@@ -16,8 +16,11 @@ command runs, so ``polydom lookup`` never pays for what another command imports:
 
     add_lazy_command("recost", "re-measure feature costs and republish", "polydom.cli.recost")
 
-Errors a user can cause (a bad path, a damaged index, a bad number) exit with status 1 and one
-line on stderr; usage errors exit with status 2, also on one line.
+Every command follows one convention for errors and exit codes (:data:`CONVENTIONS`, also shown
+by ``polydom --help``): a command raises, :func:`main` prints one line on stderr and picks the
+status -- :class:`UsageError` 2, :class:`Interrupted` or Ctrl-C 130, a polydom error or a
+built-in ``ValueError``/``TypeError``/``OSError`` 1. Anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
@@ -29,7 +32,35 @@ import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
-__all__ = ["main", "add_command", "add_lazy_command"]
+__all__ = ["main", "add_command", "add_lazy_command", "UsageError", "Interrupted", "CONVENTIONS"]
+
+#: What ``polydom --help`` says about errors, exit codes and output streams.
+CONVENTIONS = """\
+exit status:
+  0    done
+  1    error while working (a bad path, a damaged index, a value the library refuses,
+       a failed build); nothing is published
+  2    usage error: the command line cannot be used as given (an unknown option, a value
+       of the wrong type or out of range, a SPEC that names nothing usable); nothing is done
+  130  interrupted (Ctrl-C); what was kept is said, e.g. the trained sets in a cache
+
+errors are one line on stderr:
+  polydom COMMAND: error: MESSAGE
+  polydom COMMAND: interrupted; WHAT WAS KEPT
+
+results go to stdout; progress and notes to stderr (plain lines when stderr is not a terminal).
+"""
+
+
+class UsageError(ValueError):
+    """The command line cannot be used as given; exit status 2."""
+
+
+class Interrupted(Exception):
+    """A command stopped by Ctrl-C, saying what was kept; exit status 130.
+
+    ``str(exc)`` is printed after ``interrupted; ``.
+    """
 
 
 class _Command(NamedTuple):
@@ -80,7 +111,8 @@ add_lazy_command("recost", "re-measure a saved classifier's feature costs here a
 def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
     from polydom import __version__
 
-    parser = _Parser(prog="polydom", description="Cost-sensitive prediction indexes: inspect and query them.")
+    parser = _Parser(prog="polydom", description="Cost-sensitive prediction indexes: build, inspect and query them.",
+                     epilog=CONVENTIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"polydom {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, command in _COMMANDS.items():
@@ -95,19 +127,33 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``polydom`` command line; returns the exit status."""
+    """Run the ``polydom`` command line; returns the exit status (see :data:`CONVENTIONS`)."""
+    from polydom.errors import PolydomError
     from polydom.index.store import StoreError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     args = _build_parser(chosen if chosen in _COMMANDS else None).parse_args(argv)
+    where = f"polydom {args.command}"
     try:
         return int(args._run(args) or 0)
     except BrokenPipeError:  # `polydom inspect PATH | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (StoreError, ValueError, TypeError, OSError) as exc:
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"polydom {args.command}: error: {message}", file=sys.stderr)
+    except UsageError as exc:
+        print(f"{where}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        print(f"{where}: interrupted; {_one_line(exc)}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print(f"{where}: interrupted", file=sys.stderr)
+        return 130
+    except (PolydomError, StoreError, ValueError, TypeError, OSError) as exc:
+        print(f"{where}: error: {_one_line(exc)}", file=sys.stderr)
         return 1

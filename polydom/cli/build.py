@@ -16,27 +16,33 @@ returns -- is a mapping or any object with attributes, in one of two shapes:
     on this machine, trains, and saves.
 
 The index is published only when everything succeeded; the exit code is 0 exactly then.
-Exit codes: 0 published; 1 the build failed (the learner raised, a limit was hit); 2 a bad
-SPEC or bad options. Progress: a bar on a terminal, plain log lines otherwise.
+Exit codes follow ``polydom --help``: 1 the build failed (the learner raised, a limit was hit,
+publishing failed); 2 a bad SPEC or bad options; 130 interrupted, with the sets trained so far
+kept in the ``--cache``. Progress: a counter on a terminal, plain lines otherwise
+(:class:`polydom.pipeline.TrainingProgress`). The learner's warnings are counted per trained set
+and reported in one line at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import os
 import sys
-import time
+import warnings
 from collections.abc import Mapping
 
 from polydom.backends import backend_spec, buildable
 
+from . import UsageError
+
 __all__ = ["configure", "run", "load_spec", "SpecError"]
 
 
-class SpecError(ValueError):
-    """SPEC does not name a usable object."""
+class SpecError(UsageError):
+    """SPEC does not name a usable object, or an option does not apply to it (exit status 2)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +58,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", default=None, help="resumable expansion cache directory")
     parser.add_argument("--cache-key", default=None, help="cache key (default: the SPEC's cache_key)")
     parser.add_argument("--max-expansions", type=int, default=None, help="refuse to train more sets than this")
+    parser.add_argument("--blas-threads", type=int, default=1, metavar="N",
+                        help="BLAS threads per process while training (default 1: a build fits many small models, "
+                             "and on a busy machine spinning BLAS threads made one 20 times slower; 0: the BLAS "
+                             "library's default)")
 
 
 def _get(obj, name, default=None):
@@ -93,74 +103,54 @@ def load_spec(spec: str):
     return obj
 
 
-class _Progress:
-    """A tqdm bar on a terminal, a log line every ``every`` sets otherwise."""
-
-    def __init__(self, stream=None, every: int = 50):
-        stream = sys.stderr if stream is None else stream
-        self.stream, self.every, self.bar = stream, every, None
-        self.started = time.monotonic()
-        if stream.isatty():
-            try:
-                from tqdm import tqdm
-
-                self.bar = tqdm(desc="training feature sets", unit="set", file=stream)
-            except ImportError:
-                self.bar = None
-
-    def __call__(self, trained: int) -> None:
-        if self.bar is not None:
-            self.bar.update(trained - self.bar.n)
-        elif trained % self.every == 0:
-            print(f"polydom build: {trained} feature sets trained ({time.monotonic() - self.started:.1f} s)",
-                  file=self.stream, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 def run(args: argparse.Namespace) -> int:
-    import polydom
+    _check_options(args)
+    obj = load_spec(args.spec)
+    images = _get(obj, "images") is not None
+    if images:
+        unsupported = [flag for flag, value in (("--time-budget", args.time_budget), ("--max-expansions", args.max_expansions),
+                                                ("--n0", args.n0), ("--cache-key", args.cache_key)) if value is not None]
+        if unsupported:
+            raise SpecError(f"{', '.join(unsupported)} cannot be used with an images SPEC")
+    # The classifier keeps its trained sets under CACHE/expansions; a black box right in CACHE.
+    cache = None if args.cache is None else (os.path.join(args.cache, "expansions") if images else args.cache)
+    with warnings.catch_warnings(record=True) as caught, _blas_threads(args.blas_threads):
+        try:
+            index = _build_images(obj, args) if images else _build_black_box(obj, args)
+        except KeyboardInterrupt:
+            from .interrupts import interrupted
 
-    try:
-        _check_options(args)
-        obj = load_spec(args.spec)
-        if _get(obj, "images") is not None:
-            unsupported = [flag for flag, value in (("--time-budget", args.time_budget), ("--max-expansions", args.max_expansions),
-                                                    ("--n0", args.n0), ("--cache-key", args.cache_key)) if value is not None]
-            if unsupported:
-                raise SpecError(f"{', '.join(unsupported)} cannot be used with an images SPEC")
-    except SpecError as exc:
-        print(f"polydom build: {exc}", file=sys.stderr)
-        return 2
-    progress = _Progress()
-    try:
-        if _get(obj, "costs") is not None:
-            index = _build_black_box(obj, args, progress)
-        else:
-            index = _build_images(obj, args)
-    except (ValueError, TypeError) as exc:
-        progress.close()
-        kind = 2 if isinstance(exc, SpecError) else 1
-        print(f"polydom build: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return kind
-    except Exception as exc:  # the learner's own failure: report it, publish nothing
-        progress.close()
-        print(f"polydom build: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    progress.close()
+            raise interrupted(cache) from None
+    _show(caught)
     try:
         index.save(args.out)
-    except Exception as exc:
-        print(f"polydom build: cannot publish to {args.out!r}: {exc}", file=sys.stderr)
-        return 1
+    except (OSError, ValueError, TypeError) as exc:  # polydom's storage errors are among these
+        raise type(exc)(f"cannot publish to {args.out!r}: {exc}") from exc
     built = getattr(index, "index_", index)  # a fitted classifier carries its index
     stats = getattr(built, "stats", {}) or {}
     summary = ", ".join(f"{k}={stats[k]}" for k in ("trained", "reused", "candidates", "index_entries", "alpha_reached") if k in stats)
     print(f"polydom build: published {args.out} ({summary})", file=sys.stderr)
-    del polydom
     return 0
+
+
+def _blas_threads(n: int):
+    """A context limiting BLAS threads to ``n`` (no limit for 0)."""
+    if n == 0:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(n, user_api="blas")
+
+
+def _show(caught) -> None:
+    """The build's warnings: the learner's summary as a note line, any other as Python shows it."""
+    from polydom.blackbox import LearnerWarning
+
+    for w in caught:
+        if issubclass(w.category, LearnerWarning):
+            print(f"polydom build: note: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _check_options(args) -> None:
@@ -175,39 +165,53 @@ def _check_options(args) -> None:
         raise SpecError(f"--time-budget must be > 0, got {args.time_budget}")
     if args.max_expansions is not None and args.max_expansions < 1:
         raise SpecError(f"--max-expansions must be >= 1, got {args.max_expansions}")
+    if args.blas_threads < 0:
+        raise SpecError(f"--blas-threads must be >= 0, got {args.blas_threads}")
 
 
-def _build_black_box(obj, args, progress):
+def _build_black_box(obj, args):
     import polydom
+    from polydom.blackbox import CountingExpand
+    from polydom.pipeline import TrainingProgress, sets_in_cache
 
     cache_key = args.cache_key or _get(obj, "cache_key")
     if args.cache and not cache_key:
         raise SpecError("--cache needs a cache key: give --cache-key or a cache_key in the SPEC")
-    common = dict(
-        n_jobs=args.n_jobs, cache=args.cache, cache_key=cache_key if args.cache else None,
-        max_expansions=args.max_expansions, progress=progress,
-    )
+    common = dict(n_jobs=args.n_jobs, cache=args.cache, cache_key=cache_key if args.cache else None,
+                  max_expansions=args.max_expansions)
     domain = _get(obj, "domain")
     if domain is not None:
         common["domain"] = tuple(domain)
-    costs, expand = _get(obj, "costs"), _get(obj, "expand")
     takes = backend_spec(args.backend).options
-    if args.time_budget is not None:
-        if "alpha" not in takes:
-            raise SpecError(f"--time-budget lowers alpha while time remains; backend {args.backend!r} has no alpha")
-        return polydom.build_progressive(costs, expand, time_budget=args.time_budget, e=args.e, **common)
+    if args.time_budget is not None and "alpha" not in takes:
+        raise SpecError(f"--time-budget lowers alpha while time remains; backend {args.backend!r} has no alpha")
     options = {}
     if "n0" in takes:
         if args.n0 is None:
             raise SpecError(f"--backend {args.backend} needs --n0 (the size at which costs are compared)")
         options["n0"] = args.n0
-    return polydom.build(costs, expand, alpha=args.alpha, e=args.e, backend=args.backend, **common, **options)
+    costs = _get(obj, "costs")
+    expand = CountingExpand(_get(obj, "expand"))
+    progress = TrainingProgress(True, 2 ** len(costs) - sets_in_cache(args.cache, cache_key), label="polydom build")
+    try:
+        if args.time_budget is not None:
+            index = polydom.build_progressive(costs, expand, time_budget=args.time_budget, e=args.e, progress=progress,
+                                              **common)
+        else:
+            index = polydom.build(costs, expand, alpha=args.alpha, e=args.e, backend=args.backend, progress=progress,
+                                  **common, **options)
+    except BaseException:
+        progress.close(done=False)
+        raise
+    progress.close()
+    expand.tally.report("the black box")
+    return index
 
 
 def _build_images(obj, args):
     import polydom
 
-    params = dict(alpha=args.alpha, e=args.e, backend=args.backend, n_jobs=args.n_jobs)
+    params = dict(alpha=args.alpha, e=args.e, backend=args.backend, n_jobs=args.n_jobs, progress=True)
     if args.cache is not None:
         params["cache_dir"] = args.cache
     for name in ("features", "estimator", "cv", "budget", "random_state"):

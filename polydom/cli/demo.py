@@ -1,4 +1,8 @@
-"""``polydom demo [--out DIR] [--quick] ...``: run the demo job (:func:`polydom.demo.run_demo`)."""
+"""``polydom demo [--out DIR] [--quick] ...``: run the demo job (:func:`polydom.demo.run_demo`).
+
+Ctrl-C stops it with one line saying how many trained sets the cache kept (the next run resumes
+from them) and exit status 130.
+"""
 
 from __future__ import annotations
 
@@ -7,65 +11,89 @@ import os
 import sys
 import tempfile
 
-from polydom.demo.job import (
-    DEFAULT_FEATURES, DEFAULT_SIDES, FASHION_SIDES, FASHION_TIMING_SIDES, QUICK_FEATURES, TIMING_SIDES, run_demo,
+from polydom.demo.job import run_demo
+from polydom.demo.settings import (
+    DEFAULT_FEATURES, DEFAULT_SIDES, QUICK_FEATURES, QUICK_SIDES, QUICK_TIMING_SIDES, TIMING_SIDES,
 )
 
+from . import UsageError
 from .text import comma_separated_ints
 
 __all__ = ["configure", "run"]
 
+#: (training, held-out) pictures per class; each picture is rendered at every side.
+DEFAULT_PICTURES = (20, 50)
+QUICK_PICTURES = (4, 3)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="demo-out", help="output directory (default: demo-out)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run (4 features, 3 sizes, few images) for smoke tests; the report's numbers "
+                             "carry large standard errors")
     parser.add_argument("--per-class", type=int, default=None, metavar="N",
-                        help="digits per class (each rendered at every size; default 26, 4 with --quick)")
+                        help=f"training pictures per class (default {DEFAULT_PICTURES[0]}, {QUICK_PICTURES[0]} with --quick)")
+    parser.add_argument("--held-out-per-class", type=int, default=None, metavar="N",
+                        help=f"held-out pictures per class (default {DEFAULT_PICTURES[1]}, {QUICK_PICTURES[1]} with --quick)")
     parser.add_argument("--features", default=None,
                         help="comma-separated feature names, or 'all' for every built-in feature "
                              f"(default: {','.join(DEFAULT_FEATURES)})")
-    parser.add_argument("--sides", type=comma_separated_ints, default=DEFAULT_SIDES, help="image sides (default 16,32,48,64)")
+    parser.add_argument("--sides", type=comma_separated_ints, default=None,
+                        help=f"image sides (default {','.join(map(str, DEFAULT_SIDES))}; "
+                             f"{','.join(map(str, QUICK_SIDES))} with --quick)")
     parser.add_argument("--cv", type=int, default=3, help="cross-validation folds (default 3)")
     parser.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default -1: all cores)")
     parser.add_argument("--cache", default=None, help="cache directory (default OUT/cache)")
     parser.add_argument("--no-cache", action="store_true",
                         help="compute everything afresh and keep nothing (a scratch cache lives for the run)")
+    parser.add_argument("--compare", default=None, metavar="PATH",
+                        help="compare the headline numbers with another run's (its OUT or its headline.json; "
+                             "default: the previous run in OUT)")
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits",
                         help="digits (bundled with scikit-learn; default) or Fashion-MNIST from Debian's "
-                             "dataset-fashion-mnist package, rendered at 28, 56, 84 and 112 pixels (slower)")
-    parser.add_argument("--quick", action="store_true", help="a tiny run (4 features, few images) for smoke tests")
+                             "dataset-fashion-mnist package")
 
 
 def run(args: argparse.Namespace) -> int:
     from polydom.featurizers import REGISTRY
 
+    from .interrupts import interrupted
+
     if args.quick:
-        features, per_class, timing = QUICK_FEATURES, 4, (16, 24, 32, 48, 64)
+        features, (train, held_out), sides, timing = QUICK_FEATURES, QUICK_PICTURES, QUICK_SIDES, QUICK_TIMING_SIDES
     else:
-        features, per_class, timing = DEFAULT_FEATURES, 26, TIMING_SIDES
+        features, (train, held_out), sides, timing = DEFAULT_FEATURES, DEFAULT_PICTURES, DEFAULT_SIDES, TIMING_SIDES
     if args.features == "all":
         features = tuple(REGISTRY)
     elif args.features:
         features = tuple(f.strip() for f in args.features.split(",") if f.strip())
-    if args.per_class is not None:
-        per_class = args.per_class
-    if per_class < 2:
-        raise ValueError(f"--per-class must be >= 2, got {per_class}")
-    sides = args.sides
+    train = train if args.per_class is None else args.per_class
+    held_out = held_out if args.held_out_per_class is None else args.held_out_per_class
+    if train < args.cv:
+        raise UsageError(f"--per-class must be at least --cv = {args.cv} (each fold needs every class), got {train}")
+    if held_out < 2:
+        raise UsageError(f"--held-out-per-class must be >= 2 (standard errors need two pictures), got {held_out}")
+    if args.sides is not None:
+        sides = args.sides
+        timing = tuple(sorted(set(timing) | set(sides)))
+    if args.cv < 2:
+        raise UsageError(f"--cv must be >= 2, got {args.cv}")
     if args.dataset == "fashion-mnist":
         from polydom.featurizers.datasets import fashion_mnist_available
 
         if not fashion_mnist_available():
             raise ValueError("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist); "
                              "use --dataset digits")
-        if sides == DEFAULT_SIDES:
-            sides = FASHION_SIDES
-        if timing == TIMING_SIDES:
-            timing = FASHION_TIMING_SIDES
     with tempfile.TemporaryDirectory(prefix="polydom-demo-") as scratch:
         # Without a cache, trained sets are still shared between the backends within this run.
         cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
-        result = run_demo(args.out, features=features, per_class=per_class, sides=sides, cv=args.cv,
-                          dataset=args.dataset, n_jobs=args.n_jobs, cache_dir=cache, timing_sides=timing,
-                          timing_images=3 if args.quick else 8, real_items=8 if args.quick else 40)
+        try:
+            result = run_demo(args.out, features=features, train_per_class=train, held_out_per_class=held_out,
+                              sides=sides, cv=args.cv, dataset=args.dataset, n_jobs=args.n_jobs, cache_dir=cache,
+                              timing_sides=timing, timing_images=2 if args.quick else 4,
+                              timing_repeats=2 if args.quick else 5, real_items=6 if args.quick else 40,
+                              compare=args.compare)
+        except KeyboardInterrupt:
+            raise interrupted(os.path.join(cache, "expansions"), kept=not args.no_cache) from None
     print(f"polydom demo: report written to {result['report']} ({result['wall_seconds']:.0f} s)", file=sys.stderr)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from . import UsageError
 from .text import interval, jsonable_float, names, number, table
 
 __all__ = ["configure", "run", "describe_index"]
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     import polydom
 
     if args.ranges is not None and args.ranges < 0:
-        raise ValueError(f"--ranges must be >= 0, got {args.ranges}")
+        raise UsageError(f"--ranges must be >= 0, got {args.ranges}")
     info = describe_index(polydom.load(args.path))
     if args.json:
         print(json.dumps(info, indent=2))

@@ -41,6 +41,8 @@ class GridResult:
     predicted : ndarray of float, shape (n_budgets, n_items)
         Seconds the cost curves predicted for them.
     n_features : ndarray of int, shape (n_budgets, n_items)
+    keys : ndarray of int, shape (n_budgets, n_items)
+        The bitmask of the features each answer used (over ``clf.feature_names_``).
     """
 
     budgets: np.ndarray
@@ -48,6 +50,7 @@ class GridResult:
     measured: np.ndarray
     predicted: np.ndarray
     n_features: np.ndarray
+    keys: np.ndarray | None = None
 
     def accuracy(self) -> np.ndarray:
         """Accuracy per budget."""
@@ -116,6 +119,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     measured = np.zeros((k, n))
     predicted = np.zeros((k, n))
     n_features = np.zeros((k, n), dtype=np.int64)
+    served = np.zeros((k, n), dtype=np.int64)
     columns = clf.feature_columns_
     positions = {name: j for j, name in enumerate(clf.feature_names_)}
     for b, budget in enumerate(budgets):
@@ -124,6 +128,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget),
                                       X[i], columns, mode)
             keys[i], measured[b, i] = choice.key, choice.cost
+        served[b] = keys
         for key in np.unique(keys):
             rows = np.flatnonzero(keys == key)
             plan = planner.plan(int(key))
@@ -132,7 +137,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
             correct[b, rows] = plan.predictor.predict(features) == y[rows]
             predicted[b, rows] = [planner.index.cost_of(plan.names, s) for s in sizes[rows]]
             n_features[b, rows] = len(plan.names)
-    return GridResult(budgets, correct, measured, predicted, n_features)
+    return GridResult(budgets, correct, measured, predicted, n_features, served)
 
 
 def lookup_latency(index, sizes: Sequence[float], budgets: Sequence[float], repeats: int = 5) -> dict:

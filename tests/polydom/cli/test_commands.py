@@ -83,7 +83,6 @@ def test_lookup_prints_the_choice(built, saved, capsys):
     (["lookup", "{saved}", "--size", "nan", "--budget", "1"], "size is NaN"),
     (["lookup", "{saved}", "--size", "1", "--budget", "-2"], "budget must be >= 0"),
     (["lookup", "{saved}", "--size", "inf", "--budget", "1"], "finite"),
-    (["inspect", "{saved}", "--ranges", "-1"], "--ranges"),
 ])
 def test_errors_exit_1_with_one_line(saved, tmp_path, capsys, argv, fragment):
     (tmp_path / "empty").mkdir()

@@ -1,12 +1,20 @@
 """``polydom demo`` (quick mode), ``polydom recost``, and the examples, run as a user would."""
 
+import json
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
+import numpy as np
 import pytest
 
 import polydom
 from polydom.cli import main
+from polydom.demo import job, settings
+
 
 @pytest.fixture(scope="module")
 def demo_out(tmp_path_factory):
@@ -15,28 +23,138 @@ def demo_out(tmp_path_factory):
     return out
 
 
+def test_the_default_demo_spans_a_decade_of_sizes_with_many_held_out_images():
+    from polydom.cli.demo import DEFAULT_PICTURES
+
+    assert max(settings.DEFAULT_SIDES) >= 10 * min(settings.DEFAULT_SIDES)
+    assert max(settings.QUICK_SIDES) >= 10 * min(settings.QUICK_SIDES)
+    # The old demo held out 320 images; several times more now, every picture at every size.
+    assert DEFAULT_PICTURES[1] * 10 * len(settings.DEFAULT_SIDES) >= 5 * 320
+
+
 def test_demo_writes_the_report_plots_and_index(demo_out):
     report = (demo_out / "report.md").read_text()
-    for section in ("## What was run", "## Fitted cost curves", "## Accuracy vs budget", "## Budget violations",
-                    "## Expansions", "## Index size", "## Latency"):
-        assert section in report
-    for backend in ("PolyDom α=1", "PolyDom α=1.2", "Greedy", "GreedyAcc", "GreedyCost"):
+    sections = ["## Conclusions", "## Headline numbers", "## What was run", "## Fitted cost curves",
+                "## Served sets by size", "## Accuracy vs budget", "## Budget violations", "## Expansions",
+                "## Index size", "## Latency"]
+    positions = [report.index(s) for s in sections]
+    assert positions == sorted(positions)  # the Conclusions come first
+    for backend in ("PolyDom α=1", "PolyDom α=1 SE ties", "PolyDom α=1.2", "Greedy", "GreedyAcc", "GreedyCost"):
         assert f"| {backend} |" in report
     assert "NaiveExpandAll" in report and "identically: **yes**" in report
     assert "lean labels identical to scikit-learn's: **yes**" in report
-    for png in ("cost_curves", "accuracy_vs_budget", "violations_by_size", "accuracy_by_size", "expansions"):
+    for png in ("cost_curves", "accuracy_vs_budget", "features_by_size", "violations_by_size", "accuracy_by_size",
+                "expansions"):
         path = demo_out / f"{png}.png"
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
         assert f"]({png}.png)" in report
     clf = polydom.CostSensitiveClassifier.load(demo_out / "index")
     assert clf.index_.backend == "polydom" and clf.alpha == 1.0
+    assert "28x28" in report and "280x280" in report
 
 
-def test_demo_second_run_reuses_the_cache(demo_out, capsys):
+def _section(report: str, title: str) -> str:
+    start = report.index(title)
+    end = report.find("\n## ", start + 1)
+    return report[start:end if end > 0 else None]
+
+
+def test_conclusions_say_which_backend_for_which_budget(demo_out):
+    conclusions = _section((demo_out / "report.md").read_text(), "## Conclusions")
+    assert "**Which backend for which budget:**" in conclusions
+    assert re.search(r"\*\*[\d.]+ ms( to [\d.]+ ms)?\*\*: ", conclusions)  # budget ranges, told from the numbers
+    assert "What the accuracy costs" in conclusions and "Reproducibility" in conclusions
+    # The per-budget table: one row per budget, the best backend's accuracy with its standard error.
+    rows = [line for line in conclusions.splitlines() if re.match(r"\| [\d.]+ ms \|", line)]
+    assert len(rows) == len(settings.DEFAULT_BUDGETS) and all(" ± " in row for row in rows)
+
+
+def test_every_accuracy_in_the_tables_has_a_standard_error(demo_out):
+    report = (demo_out / "report.md").read_text()
+    accuracy = _section(report, "## Accuracy vs budget")
+    # The tables of accuracies and of paired differences (not the one of extraction times).
+    blocks = accuracy.split("\n\n")
+    tables = [b for before, b in zip(blocks, blocks[1:]) if b.startswith("|") and "extraction time" not in before]
+    cells = [c.strip() for table in tables for line in table.splitlines() if re.match(r"\| [\d.]+ \|", line)
+             for c in line.strip("|").split("|")[1:]]
+    numbers = [c for c in cells if re.fullmatch(r"\*{0,2}[+-]?\d\.\d{3}( ± \d\.\d{3})?\*{0,2}", c)]
+    assert numbers and all(" ± " in c for c in numbers)
+    assert "Paired difference from PolyDom α=1" in accuracy
+    headline = _section(report, "## Headline numbers")
+    assert headline.count(" ± ") >= 2 * len(settings.BACKENDS)
+
+
+def test_stage_timings_add_up_to_the_wall_time(demo_out):
+    report = (demo_out / "report.md").read_text()
+    wall = float(re.search(r"\*\*Wall time: ([\d.]+) s\*\*", report).group(1))
+    stages = _section(report, "Stage timings")
+    values = [float(v) for v in re.findall(r"^\| (?!\*\*total)[^|]+ \| ([\d.]+) \|$", stages, flags=re.M)]
+    total = float(re.search(r"\| \*\*total\*\* \| \*\*([\d.]+)\*\* \|", stages).group(1))
+    assert total == wall and abs(sum(values) - wall) <= 0.1 * len(values)
+    fit_rows = re.findall(r"^\| (PolyDom α=1|Greedy) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$",
+                          stages, flags=re.M)
+    for _, *parts, total in fit_rows:
+        assert abs(sum(map(float, parts)) - float(total)) <= 0.25
+
+
+def test_second_run_reuses_the_cache_and_says_how_far_the_headline_moved(demo_out, capsys):
+    first = json.loads((demo_out / "headline.json").read_text())
+    assert set(first["backends"]) >= {"PolyDom α=1", "Greedy"}
     assert main(["demo", "--quick", "--out", str(demo_out), "--n-jobs", "1"]) == 0
     err = capsys.readouterr().err
     assert "PolyDom α=1: 0 sets trained" in err
-    assert "Features cached from an earlier run: training yes, held-out yes" in (demo_out / "report.md").read_text()
+    report = (demo_out / "report.md").read_text()
+    assert "Features cached from an earlier run: training yes, held-out yes" in report
+    assert "**Reproducibility:** against the previous run" in report
+    assert f"generated {first['generated']}" in _section(report, "## Headline numbers")
+    assert "| previous run | change |" in report
+
+
+def test_compare_with_another_runs_output(demo_out, tmp_path, capsys):
+    out = tmp_path / "other"
+    assert main(["demo", "--quick", "--out", str(out), "--n-jobs", "1", "--compare", str(demo_out),
+                 "--cache", str(demo_out / "cache")]) == 0
+    capsys.readouterr()
+    assert f"`{demo_out / 'headline.json'}`" in (out / "report.md").read_text()
+
+
+def test_with_tolerance_matches_a_refit(demo_out):
+    from polydom.featurizers.datasets import load_digits_images
+
+    images, labels, _ = load_digits_images(sides=(16, 32, 48), n_per_class=6)
+    groups = np.arange(len(images)) // 3
+    params = dict(features=["intensity_hist", "thumbnail", "edge_density"], cv=2, timing_sides=(16, 24, 32, 48),
+                  timing_images=2, timing_repeats=1, random_state=0, progress=False, warm_start=True, tolerance=0.0)
+    clf = polydom.CostSensitiveClassifier(**params).fit(images, labels, groups=groups)
+    derived = job.with_tolerance(clf, None)
+    clf.set_params(tolerance=None).fit(images, labels, groups=groups)
+    assert derived.index_.params["tolerance"] is None
+    for size in (256, 700, 1024, 2304):
+        for budget in np.geomspace(1e-6, 1.0, 25):
+            assert derived.index_.lookup(size, budget).key == clf.index_.lookup(size, budget).key
+
+
+def test_demo_prints_progress_without_a_terminal_and_ctrl_c_ends_in_one_line(tmp_path, subprocess_env):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "polydom.cli", "demo", "--quick", "--out", str(out), "--n-jobs", "1"],
+                            stderr=subprocess.PIPE, text=True, env=subprocess_env, cwd=tmp_path, start_new_session=True)
+    seen = []
+    deadline = time.monotonic() + 300
+    for line in proc.stderr:
+        seen.append(line)
+        if "polydom: training feature sets: 1 trained (at most 16)" in line:
+            break
+        assert time.monotonic() < deadline, "".join(seen)
+    assert any(line.startswith("polydom: computing 4 features of") for line in seen), seen
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on a terminal signals the whole foreground group
+    _, rest = proc.communicate(timeout=120)
+    assert proc.returncode == 130, rest
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
+    lines = rest.strip().splitlines()
+    cache = re.escape(str(out / "cache" / "expansions"))
+    assert re.fullmatch(rf"polydom demo: interrupted; \d+ sets? cached in {cache}; run again to resume", lines[-1]), rest
+    assert all(line.startswith("polydom: training feature sets:") for line in lines[:-1]), rest
 
 
 def test_recost_command_republishes_without_training(demo_out, capsys):
@@ -72,3 +190,13 @@ def test_examples_run(script, args, tmp_path, repo_root, subprocess_env):
         assert "decided within budget" in proc.stdout
     if script == "realtime_lookup.py":
         assert "refresh() picked it up: True" in proc.stdout
+
+
+def test_build_spec_example_does_not_flood_stderr_with_warnings(tmp_path, repo_root, subprocess_env):
+    proc = subprocess.run([sys.executable, "-m", "polydom.cli", "build", f"{repo_root / 'examples' / 'build_spec.py'}:SPEC",
+                           "--out", str(tmp_path / "index")], cwd=tmp_path, env=subprocess_env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Warning" not in proc.stderr.replace("note: the black box warned", ""), proc.stderr
+    other = [line for line in proc.stderr.splitlines() if not line.startswith("polydom build: train")]
+    assert len(other) <= 2, proc.stderr  # at most a note and the "published" line

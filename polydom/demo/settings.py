@@ -1,0 +1,36 @@
+"""The demo's settings: features, sizes, budgets and the backends it compares."""
+
+__all__ = ["DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "QUICK_SIDES", "TIMING_SIDES", "QUICK_TIMING_SIDES",
+           "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "PRIMARY", "TIES"]
+
+#: The demo's feature lattice: the built-in features minus ``size_meta`` (every class comes at
+#: the same sizes, so it is chance-level) and ``gabor``, which costs 15-170 ms an image here --
+#: ten times all the others together -- and adds under a point of accuracy on these digits:
+#: keeping it would spend most of the demo's five minutes extracting one feature.
+DEFAULT_FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "glcm", "harris", "hog")
+QUICK_FEATURES = ("intensity_hist", "thumbnail", "edge_density", "hog")
+#: A decade of side length, spaced evenly on a log scale: wide enough that feature costs grow
+#: apart and cross (a fixed-overhead feature against one quadratic in the side).
+DEFAULT_SIDES = (28, 50, 89, 158, 280)
+QUICK_SIDES = (28, 89, 280)
+#: Sides the features are timed at: the served range with points between.
+TIMING_SIDES = (28, 40, 56, 80, 112, 158, 220, 280)
+QUICK_TIMING_SIDES = (28, 56, 112, 200, 280)
+#: Seconds of feature extraction per image: from below the cheapest feature at 28 px to above
+#: every feature together at 280 px.
+DEFAULT_BUDGETS = (0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
+#: Budgets of the real serving pass (features computed for real).
+REAL_PASS_BUDGETS = (0.0005, 0.002, 0.01)
+#: The backends fitted, in this order (the first trains; the others reuse its trained sets), with
+#: the classifier's defaults; PolyDom serves the most accurate affordable set (``tolerance=0``).
+BACKENDS = (
+    ("PolyDom α=1", {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0}),
+    ("PolyDom α=1.2", {"backend": "polydom", "alpha": 1.2}),
+    ("Greedy", {"backend": "greedy"}),
+    ("GreedyAcc", {"backend": "greedy-acc"}),
+    ("GreedyCost", {"backend": "greedy-cost"}),
+)
+PRIMARY = "PolyDom α=1"
+#: :data:`PRIMARY` with the opt-in tie rule (``tolerance=None``: among affordable sets within one
+#: standard error of the best, the cheapest), to show what it trades; see :func:`polydom.demo.job.with_tolerance`.
+TIES = "PolyDom α=1 SE ties"
