@@ -54,6 +54,7 @@ def walk_measured(
     budget: float,
     compute: Callable[[str], object],
     clock: Callable[[], float],
+    guards: Sequence[float] | None = None,
 ) -> tuple[int, float]:
     """Compute features in walk order, each only if the time used so far plus its predicted cost
     at ``size`` still fits ``budget``.
@@ -68,6 +69,9 @@ def walk_measured(
         caller keeps the feature values).
     clock : callable
         ``clock() -> seconds``; read once before the first feature and once after each.
+    guards : sequence of float, optional
+        Per feature of ``names``, the factor applied to its predicted cost before starting it
+        (see ``CostSensitiveIndex.cost_guards``); default 1 each.
 
     Returns
     -------
@@ -86,10 +90,12 @@ def walk_measured(
     start = clock()
     elapsed = 0.0
     length = 0
-    for name, h in zip(names, horners):
+    for k, (name, h) in enumerate(zip(names, horners)):
         c = 0.0  # polydom.index.poly.horner_scalar, inlined as in walk_predicted
         for a in h:
             c = c * size + a
+        if guards is not None:
+            c *= guards[k]
         if elapsed + c > budget:
             break
         compute(name)

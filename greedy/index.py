@@ -216,11 +216,14 @@ class GreedyIndex(CostSensitiveIndex):
         budget: float,
         compute: Callable[[str], object],
         clock: Callable[[], float] = time.perf_counter,
+        *,
+        guarded: bool = True,
     ) -> Choice:
         """Measured mode: compute the chosen sequence's features for real, one at a time.
 
         The sequence is chosen as in :meth:`lookup`. Before each feature, the time elapsed since
-        the call began plus the feature's predicted cost at ``size`` must fit ``budget``;
+        the call began plus the feature's predicted cost at ``size`` (times its guard,
+        :meth:`cost_guards`) must fit ``budget``;
         otherwise the walk stops. This adapts to costs that differ from their predictions:
         faster features leave room for more, a slow one stops the walk early.
 
@@ -248,7 +251,13 @@ class GreedyIndex(CostSensitiveIndex):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1
         sid = sky_seq[j if j > 0 else 0]
-        length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock)
+        guards = self.cost_guards()
+        if guarded and any(g != 1.0 for g in guards):
+            position = {name: i for i, name in enumerate(self.space.names)}
+            walk_guards = [guards[position[name]] for name in seq_names[sid]]
+        else:
+            walk_guards = None
+        length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock, walk_guards)
         features, accuracy, key = seq_prefix[sid][length]
         return Choice(features, accuracy, float(elapsed), key, models)
 

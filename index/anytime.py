@@ -5,7 +5,8 @@ index can serve, the build trains the models of a *chain* of its prefixes, order
 features worth most accuracy per unit of cost come first. Serving then computes the chosen set's
 features one at a time:
 
-* before each feature, if the time used plus the feature's predicted cost no longer fits the
+* before each feature, if the time used plus the feature's guarded predicted cost
+  (:meth:`~polydom.index.protocol.CostSensitiveIndex.cost_guards`) no longer fits the
   budget, it stops and serves the most accurate set among those fully computed (a prefix of a
   chain, or ``{}``) -- it never starts a feature the clock says cannot fit;
 * after each feature, it asks the skyline again with the time left, counting the features
@@ -13,7 +14,8 @@ features one at a time:
   tolerance that now fits becomes the target (an *upgrade*); computed features are never
   computed again.
 
-With a clock that matches the predicted costs this serves exactly what :meth:`lookup` returns.
+With a clock that matches the predicted costs and guards of 1 this serves exactly what
+:meth:`lookup` returns.
 
 Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's
 features, and every prefix of it (``{}`` and the set included) is a trained set.
@@ -85,6 +87,7 @@ def serve_anytime(
     clock: Callable[[], float],
     *,
     stop_when_confident: bool = False,
+    guarded: bool = True,
 ):
     """Serve ``(size, budget)`` on ``clock``; see the module docstring for the rules.
 
@@ -102,6 +105,8 @@ def serve_anytime(
         After each completed prefix of the target's chain, ask that prefix's model and stop when
         its confidence in the predicted class clears the cascade threshold
         (:class:`~polydom.index.cascade.Cascades`).
+    guarded : bool, default True
+        Apply the index's cost guards to the decision to start a feature (and to upgrades).
 
     Returns
     -------
@@ -113,7 +118,8 @@ def serve_anytime(
     start = clock()
     target = index.lookup(size, budget).key
     names = index.space.names
-    feature_cost = [curve(size) for curve in index.costs]
+    guards = index.cost_guards() if guarded else (1.0,) * len(index.costs)
+    feature_cost = [curve(size) * guard for curve, guard in zip(index.costs, guards)]
     limit = budget * _SLACK
     computed = 0
     elapsed = 0.0

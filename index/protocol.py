@@ -15,6 +15,7 @@ Invariants every backend keeps (checked by its ``check_invariants``):
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -72,11 +73,14 @@ class CostSensitiveIndex(StoredIndex, ABC):
         budget: float,
         compute: Callable[[str], object],
         clock: Callable[[], float] = time.perf_counter,
+        *,
+        guarded: bool = True,
     ) -> Choice:
         """Compute a set's features for real, one by one, and return the set served.
 
         The base rule looks up the set for ``(size, budget)`` and computes its features in index
-        order; backends with an anytime rule override it. ``compute(name)`` is called at most
+        order; backends with an anytime rule override it (``guarded=False``: ignore
+        :meth:`cost_guards` when deciding to start a feature). ``compute(name)`` is called at most
         once per feature (keep its values yourself); ``clock`` is read before the first feature
         and after each.
 
@@ -93,6 +97,22 @@ class CostSensitiveIndex(StoredIndex, ABC):
             if name in choice.features:
                 compute(name)
         return choice.with_cost(clock() - start)
+
+    def cost_guards(self) -> tuple[float, ...]:
+        """Per feature, in index order, the factor an anytime walk applies to the feature's
+        predicted cost before starting it: ``params["cost_guard"]`` (set by the classifier from
+        measured / predicted times, see :mod:`polydom.calibration`), 1 for each without.
+
+        A walk starts a feature only if the time used plus ``guard * predicted cost`` fits the
+        budget, so it overruns only when the feature is slower than nearly all its measured
+        calls. Lookups and the skyline ignore the guards.
+        """
+        guards = self.params.get("cost_guard") if hasattr(self, "params") else None
+        if not guards:
+            return (1.0,) * len(self.space)
+        if len(guards) != len(self.space) or not all(math.isfinite(g) and g >= 1.0 for g in guards):
+            raise ValueError(f"params['cost_guard'] must hold one number >= 1 per feature, got {guards!r}")
+        return tuple(float(g) for g in guards)
 
     @abstractmethod
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:

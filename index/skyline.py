@@ -168,7 +168,8 @@ class PolyDomIndex(CostSensitiveIndex):
         """Every set the lattice exploration trained (mask -> accuracy); also ``explored``."""
         return self.explored
 
-    def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False) -> Choice:
+    def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
+               guarded=True) -> Choice:
         """Serve on a real clock, anytime: fall back to a computed prefix, upgrade when time is left.
 
         Computes the looked-up set's features one by one in its chain's order; before each, the
@@ -178,16 +179,20 @@ class PolyDomIndex(CostSensitiveIndex):
         target. See :mod:`polydom.index.anytime`. Without chains (built with
         ``prefix_chains=False``) the base rule applies: look up, then compute. With
         ``stop_when_confident``, the cascade's thresholds may stop the walk at a prefix whose
-        model is sure (``compute`` must then return each feature's vector).
+        model is sure (``compute`` must then return each feature's vector). ``guarded=False``
+        ignores the cost guards (:meth:`cost_guards`), as a batch sharing one total does: its
+        items' overruns are booked and re-planned, not prevented one by one.
 
         Returns
         -------
         Choice
             Its ``cost`` is the measured time on ``clock``.
         """
-        return self.select_steps(size, budget, compute, clock, stop_when_confident=stop_when_confident)[0]
+        return self.select_steps(size, budget, compute, clock, stop_when_confident=stop_when_confident,
+                                 guarded=guarded)[0]
 
-    def select_steps(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False):
+    def select_steps(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
+                     guarded=True):
         """:meth:`select`, with what happened: ``(choice, steps)``, the steps as
         ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` (the next feature did not
         fit) and ``("confident", mask)`` (the cascade stopped), in order."""
@@ -200,7 +205,7 @@ class PolyDomIndex(CostSensitiveIndex):
             raise TypeError(f"compute must be callable, got {compute!r}")
         check_query(size, budget, self.domain)
         mask, elapsed, steps = serve_anytime(
-            self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident,
+            self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
         )
         return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models), steps
 

@@ -38,6 +38,8 @@ CONSTRAINTS = {
     "scoring": [NoneValue(), Satisfies(lambda v: isinstance(v, str) or callable(v), "a scorer name or callable")],
     "cost_quantile": [Real(0.0, 1.0), Options(("max",))],
     "cost_degree": [Integer(low=0)],
+    "calibrate_costs": [Boolean()],
+    "cost_guard": [Real(0.5, 1.0), NoneValue()],
     "backend": [Options(buildable())],
     "lambdas": [NoneValue(), SequenceOf("numbers")],
     "timing_sides": [NoneValue(), SequenceOf("integers >= 8", Integer(low=8))],

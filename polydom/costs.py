@@ -60,6 +60,14 @@ class CostFit:
         them, on this machine in its state at the time.
     domain : (float, float)
         The sizes, besides the measured ones, on which the curve was kept non-decreasing.
+    timing_curve : CostCurve, optional
+        With a serving calibration (:mod:`polydom.calibration`), the timing pass's curve before
+        it; ``curve`` is then this plus ``overhead``. None: ``curve`` is the timing pass's.
+    overhead : (float, float), optional
+        The calibration's ``a + b*n`` (seconds), ``a, b >= 0``.
+    guard : float, default 1.0
+        Measured / predicted time that anytime serving reserves before starting the feature
+        (the calibration's upper quantile; >= 1).
     """
 
     name: str
@@ -71,6 +79,9 @@ class CostFit:
     wall_seconds: np.ndarray | None = None
     domain: tuple[float, float] = (0.0, math.inf)
     cold_seconds: np.ndarray | None = None
+    timing_curve: CostCurve | None = None
+    overhead: tuple[float, float] | None = None
+    guard: float = 1.0
 
     @property
     def measured_range(self) -> tuple[float, float]:
@@ -114,6 +125,9 @@ class CostFit:
         for key in ("wall_seconds", "cold_seconds"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key).tolist()
+        if self.timing_curve is not None:
+            data.update(timing_coefficients=list(self.timing_curve.coefficients), overhead=list(self.overhead),
+                        guard=self.guard)
         return data
 
     @classmethod
@@ -124,9 +138,13 @@ class CostFit:
             return None if data.get(key) is None else np.asarray(data[key], dtype=dtype)
 
         lo, hi = data.get("domain", (0.0, None))
+        timing = data.get("timing_coefficients")
+        overhead = data.get("overhead")
         return cls(name, CostCurve(data["coefficients"]), array("sizes", np.int64), array("seconds", np.float64),
                    data["quantile"], array("items", np.int64), array("wall_seconds", np.float64),
-                   (float(lo), math.inf if hi is None else float(hi)), array("cold_seconds", np.float64))
+                   (float(lo), math.inf if hi is None else float(hi)), array("cold_seconds", np.float64),
+                   None if timing is None else CostCurve(timing),
+                   None if overhead is None else tuple(map(float, overhead)), float(data.get("guard", 1.0)))
 
 
 def default_timing_sides(sizes: Sequence[int], count: int = 6) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .batchserving import BatchServer
+from .calibration import carry_calibration
 from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import load_classifier, save_classifier
 from .constraints import Integer, check_param
@@ -76,6 +77,14 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         finish; ``"max"`` is the paper's worst-case provisioning.
     cost_degree : int, default 2
         Degree of the cost polynomials (non-negative coefficients).
+    calibrate_costs : bool, default True
+        Raise each curve by the overhead a request pays on top of the timing pass's primed CPU
+        time (cold caches, wall clock), measured on the training extraction
+        (:mod:`polydom.calibration`).
+    cost_guard : float in [0.5, 1] or None, default 0.95
+        Anytime serving starts a feature only if the time used plus its predicted cost times
+        this quantile of measured / predicted (over the training extraction) fits the budget;
+        None: its predicted cost alone.
     backend : str, default "polydom"
         A name from :func:`polydom.backends.buildable` (``"polydom"``, ``"greedy"``,
         ``"greedy-acc"``, ``"greedy-cost"``). The Greedy backends expand at ``n0`` = the median
@@ -152,7 +161,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
                  tolerance=0.0, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.5,
-                 extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2, backend="polydom",
+                 extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
+                 calibrate_costs=True, cost_guard=0.95, backend="polydom",
                  lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
                  warm_start=False, n_jobs=None, random_state=None, progress=None):
         self.features = features
@@ -171,6 +181,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         self.scoring = scoring
         self.cost_quantile = cost_quantile
         self.cost_degree = cost_degree
+        self.calibrate_costs = calibrate_costs
+        self.cost_guard = cost_guard
         self.backend = backend
         self.lambdas = lambdas
         self.timing_sides = timing_sides
@@ -277,6 +289,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         check_param("repeats", repeats, [Integer(low=1)])
         fits = measure_feature_costs(list(self.planner_.features.values()), images, sides, repeats=repeats,
                                      quantile=self.cost_quantile, degree=self.cost_degree, progress=self.progress)
+        # The serving overhead and guard were learned at fit time, on the training extraction.
+        fits = {name: carry_calibration(self.cost_fits_[name], fit) for name, fit in fits.items()}
         self.cost_fits_ = fits
         self.cost_curves_ = {name: fit.curve for name, fit in fits.items()}
         self.planner_ = self.planner_.with_costs(self.cost_curves_)

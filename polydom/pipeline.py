@@ -92,6 +92,8 @@ class FitSettings:
     scoring: Any
     cost_quantile: Any
     cost_degree: int
+    calibrate_costs: bool
+    cost_guard: Any
     backend: str
     lambdas: Any
     timing_sides: Any
@@ -315,7 +317,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     t1 = time.perf_counter()
     sides = tuple(s.timing_sides) if s.timing_sides is not None else default_timing_sides(sizes)
     timing_key = (data_key, sides, s.timing_repeats, s.timing_images, s.cost_quantile, s.cost_degree,
-                  repr(s.random_state))
+                  s.calibrate_costs, s.cost_guard, repr(s.random_state))
     if warm is not None and warm.timing_key == timing_key:
         fits = warm.fits
     else:
@@ -323,6 +325,14 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         say(f"timing {len(s.features)} features on {len(timed)} images at sides {', '.join(map(str, sides))}")
         fits = measure_feature_costs(s.features, timed, sides, repeats=s.timing_repeats, quantile=s.cost_quantile,
                                      degree=s.cost_degree, progress=bars)
+        if s.calibrate_costs:
+            from .calibration import calibrate_fit
+
+            # Serving pays cold, wall-clock calls; the extraction just made one of each per image.
+            guard = None if s.cost_guard is None else float(s.cost_guard)
+            column = {name: j for j, name in enumerate(matrix.names)}
+            fits = {name: calibrate_fit(fit, sizes, matrix.seconds[:, column[name]], quantile=guard)
+                    for name, fit in fits.items()}
 
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)
@@ -357,6 +367,8 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         from .cascades import train_cascades
 
         index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss))
+    # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
+    index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
     t3 = time.perf_counter()
     # One warning for all the fits' warnings, pointing at the caller of ``fit``.
     learner.warnings.report(stacklevel=3)

@@ -164,8 +164,11 @@ class ServingPlanner:
             plan = self._plans[int(key)] = SetPlan(int(key), features, model)
         return plan
 
-    def serve(self, image, i: int, budget: float) -> Served:
+    def serve(self, image, i: int, budget: float, *, guarded: bool = True) -> Served:
         """Choose a set for image ``i`` within ``budget`` seconds and compute its features.
+
+        ``guarded=False`` lets the index start a feature whenever its predicted cost fits,
+        ignoring the cost guards (a batch sharing one total books overruns instead).
 
         Raises
         ------
@@ -184,6 +187,8 @@ class ServingPlanner:
             return vector
 
         options = {"stop_when_confident": True} if self.cascade else {}
+        if not guarded:
+            options["guarded"] = False
         with_steps = getattr(self.index, "select_steps", None)
         if with_steps is not None:
             choice, steps = with_steps(size, budget, compute, **options)

@@ -18,7 +18,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .settings import (
-    BACKENDS, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, PRIMARY, REAL_PASS_BUDGETS, TIES, TIMING_SIDES,
+    BACKENDS, BASE_PARAMS, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, PLAIN, PRIMARY, REAL_PASS_BUDGETS, SERVING,
+    TIES, TIMING_SIDES,
 )
 
 __all__ = ["run_demo", "with_tolerance", "split_pictures"]
@@ -206,7 +207,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
          f"{len(train)} for training, {len(test)} held out; {len(features)} features")
 
     clf = polydom.CostSensitiveClassifier(
-        features=list(features), cv=cv, cost_quantile=0.95, timing_sides=timing_sides,
+        features=list(features), cv=cv, timing_sides=timing_sides,
         timing_repeats=timing_repeats, timing_images=timing_images, cache_dir=cache_dir, warm_start=True,
         n_jobs=n_jobs, random_state=random_state, progress=progress,
     )
@@ -215,7 +216,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
         _log(f"fitting {name}")
         t = time.perf_counter()
         with _noting(notes):
-            clf.set_params(**params).fit(train_images, y_train, groups=groups[train])
+            clf.set_params(**{**BASE_PARAMS, **params}).fit(train_images, y_train, groups=groups[train])
         fitted[name] = copy.copy(clf)  # the next fit replaces clf's fitted attributes, not this copy's
         fit_seconds[name] = time.perf_counter() - t
         s = clf.fit_stats_
@@ -226,6 +227,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
             fit_seconds[TIES] = time.perf_counter() - t
             fitted[TIES].fit_stats_["build_seconds"] = fit_seconds[TIES]
             _log(f"{TIES}: {PRIMARY}'s sets swept again with the tie rule, {fit_seconds[TIES]:.1f} s")
+            fitted[PLAIN], fit_seconds[PLAIN] = fitted[PRIMARY], 0.0  # the same index, served without the walk
     stages["fit the backends"] = sum(fit_seconds.values())
     primary = fitted[PRIMARY]
 
@@ -235,10 +237,11 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     loaded = polydom.CostSensitiveClassifier.load(index_dir)
     sizes_bytes = {PRIMARY: _index_bytes(index_dir)}
     for name, model in fitted.items():
-        if name != PRIMARY:
+        if name not in (PRIMARY, PLAIN):
             path = os.path.join(out, "indexes", name.replace(" ", "-").replace("α=", "alpha"))
             model.save(path)
             sizes_bytes[name] = _index_bytes(path)
+    sizes_bytes[PLAIN] = sizes_bytes[PRIMARY]
     stages["save and load the indexes"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -249,7 +252,8 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     stages["held-out features (sequential, timed)"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    grids = {name: serve_grid(model, held_out.X, held_out.seconds, test_sizes, y_test, budgets)
+    grids = {name: serve_grid(model, held_out.X, held_out.seconds, test_sizes, y_test, budgets,
+                              mode=SERVING.get(name, "select"))
              for name, model in fitted.items()}
     loaded_grid = serve_grid(loaded, held_out.X, held_out.seconds, test_sizes, y_test, budgets)
     round_trip = bool(np.array_equal(loaded_grid.correct, grids[PRIMARY].correct)

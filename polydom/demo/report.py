@@ -14,30 +14,16 @@ import os
 import numpy as np
 
 from . import conclusions as concl
-from . import headline, stats
-from .settings import PRIMARY, TIES
+from . import bars, headline, stats
+from .markdown import ms as _ms
+from .markdown import pct as _pct
+from .markdown import table as _table
+from .markdown import us as _us
+from .settings import PLAIN, PRIMARY, TIES
 
 __all__ = ["write_report"]
 
 _DATASETS = {"digits": "scikit-learn's bundled digits", "fashion-mnist": "Fashion-MNIST (Debian's package)"}
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g}"
-
-
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.3g}"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
-def _table(header, rows) -> str:
-    lines = ["| " + " | ".join(str(h) for h in header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _img(path: str, alt: str) -> str:
@@ -133,6 +119,7 @@ def write_report(path, r: dict) -> str:
     add("")
 
     out.extend(_headline_section(r, comparison))
+    out.extend(bars.section(r))
 
     add("## What was run\n")
     learners = ", ".join(primary.fit_stats_.get("learners", [])) or "the default learners"
@@ -249,7 +236,7 @@ def write_report(path, r: dict) -> str:
         f"NaiveExpandAll expands all 2^{n_feat} = {2 ** n_feat}). {_img(r['figures']['expansions'], 'expansions')}\n")
     rows = []
     for n, m in fitted.items():
-        if n == TIES:
+        if n in (TIES, PLAIN):
             continue
         s = m.fit_stats_
         total = s["trained"] + s["reused"]

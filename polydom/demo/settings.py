@@ -1,7 +1,8 @@
 """The demo's settings: features, sizes, budgets and the backends it compares."""
 
 __all__ = ["DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "QUICK_SIDES", "TIMING_SIDES", "QUICK_TIMING_SIDES",
-           "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "PRIMARY", "TIES"]
+           "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "BASE_PARAMS", "SERVING", "PRIMARY", "TIES", "PLAIN",
+           "CASCADE", "WORST_CASE", "RIVALS"]
 
 #: The demo's feature lattice: the built-in features minus ``size_meta`` (every class comes at
 #: the same sizes, so it is chance-level) and ``gabor``, which costs 15-170 ms an image here --
@@ -23,14 +24,30 @@ DEFAULT_BUDGETS = (0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005
 REAL_PASS_BUDGETS = (0.0005, 0.002, 0.01)
 #: The backends fitted, in this order (the first trains; the others reuse its trained sets), with
 #: the classifier's defaults; PolyDom serves the most accurate affordable set (``tolerance=0``).
+PRIMARY = "PolyDom α=1"
+#: :data:`PRIMARY` with confidence cascades (``cascade=True``), served with ``stop_when_confident``.
+CASCADE = "PolyDom α=1 cascade"
+#: :data:`PRIMARY` with the paper's provisioning: costs at the 0.95 quantile of the timing pass,
+#: neither calibrated to serving nor guarded -- what median curves with a guard replace.
+WORST_CASE = "PolyDom α=1 0.95-quantile costs"
 BACKENDS = (
-    ("PolyDom α=1", {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0}),
+    (PRIMARY, {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0}),
     ("PolyDom α=1.2", {"backend": "polydom", "alpha": 1.2}),
     ("Greedy", {"backend": "greedy"}),
     ("GreedyAcc", {"backend": "greedy-acc"}),
     ("GreedyCost", {"backend": "greedy-cost"}),
+    (CASCADE, {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0, "cascade": True}),
+    (WORST_CASE, {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0, "cost_quantile": 0.95,
+                  "calibrate_costs": False, "cost_guard": None}),
 )
-PRIMARY = "PolyDom α=1"
+#: What every fit starts from before its own parameters (a fit must not inherit the last one's).
+BASE_PARAMS = {"cascade": False, "cost_quantile": 0.5, "calibrate_costs": True, "cost_guard": 0.95}
+#: :data:`PRIMARY` served the plain way: look the set up, then compute all of it (no anytime walk).
+PLAIN = "PolyDom α=1 plain"
+#: How each backend is served on the held-out grid (default: its index's anytime ``select``).
+SERVING = {CASCADE: "cascade", PLAIN: "plain"}
+#: The backends the primary is judged against, per (size, budget) cell.
+RIVALS = ("PolyDom α=1.2", "Greedy", "GreedyAcc", "GreedyCost")
 #: :data:`PRIMARY` with the opt-in tie rule (``tolerance=None``: among affordable sets within one
 #: standard error of the best, the cheapest), to show what it trades; see :func:`polydom.demo.job.with_tolerance`.
 TIES = "PolyDom α=1 SE ties"

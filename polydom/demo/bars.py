@@ -1,0 +1,103 @@
+"""The report's "Cell by cell" section: the primary backend judged where users meet it.
+
+Each (item size, budget) cell is compared on its own (:mod:`polydom.demo.cells`): the primary
+against the best of its rivals there, the anytime walk against the plain rule and GreedyCost,
+budget violations per cell, what confidence cascades save per budget, and what median costs
+with a guard buy over worst-case provisioning.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import cells, stats
+from .conclusions import side
+from .markdown import ms, pct, table
+from .settings import CASCADE, PLAIN, PRIMARY, RIVALS, WORST_CASE
+
+__all__ = ["section", "VIOLATION_BAR"]
+
+#: The share of answers per cell allowed to overrun the budget.
+VIOLATION_BAR = 0.02
+
+
+def _cells_line(found: list[cells.Cell], what: str) -> str:
+    within = sum(c.within(1.0) for c in found)
+    behind = [c for c in found if c.behind(2.0)]
+    ahead = sum(c.ahead(2.0) for c in found)
+    text = (f"{PRIMARY} is within one standard error of {what} in **{within} of {len(found)}** cells, "
+            f"more than two behind in {len(behind)}, more than two ahead in {ahead}.")
+    missed = [c for c in found if not c.within(1.0)]
+    if missed:
+        text += " Cells where it is not within one: " + "; ".join(
+            f"{side(c.size)} at {ms(c.budget)} ms ({c.rival} {c.gap.text(signed=True)})" for c in missed[:12])
+        text += " …" if len(missed) > 12 else ""
+    return text + "\n"
+
+
+def _mean_over_cells(r: dict, names) -> list[list[str]]:
+    grids, pictures = r["grids"], r["test_pictures"]
+    ref = grids[PRIMARY].correct
+    rows = []
+    for n in names:
+        acc = stats.overall(grids[n].correct, pictures)
+        gap = "–" if n == PRIMARY else stats.overall_difference(ref, grids[n].correct, pictures).text(signed=True)
+        rows.append([n, acc.text(), gap])
+    return rows
+
+
+def section(r: dict) -> list[str]:
+    """The section's markdown lines (empty when the primary was not run)."""
+    grids, sizes, pictures = r["grids"], r["test_sizes"], r["test_pictures"]
+    if PRIMARY not in grids:
+        return []
+    rivals = [n for n in RIVALS if n in grids]
+    n_cells = len(r["unique_sizes"]) * len(r["budgets"])
+    out = ["## Cell by cell\n",
+           f"A cell is one item size and one budget ({n_cells} cells; one held-out image per picture in each, "
+           f"{r['n_test_pictures']} pictures). Gaps are paired (other minus {PRIMARY}, same pictures) ± their "
+           "standard error; the mean over cells weighs every cell the same.\n"]
+    if rivals:
+        out.append("**Against the other backends.** " + _cells_line(
+            cells.versus(grids, PRIMARY, rivals, sizes, pictures), f"the best of {', '.join(rivals)}"))
+        out.append(table(["backend", "mean over cells", f"{PRIMARY} minus it"], _mean_over_cells(r, [PRIMARY] + rivals)))
+        out.append("")
+    anytime = [n for n in (PLAIN, "GreedyCost") if n in grids]
+    if anytime:
+        out.append("**Anytime serving.** " + " ".join(
+            _cells_line(cells.versus(grids, PRIMARY, [n], sizes, pictures), n).strip() for n in anytime) + "\n")
+    shown = [n for n in (PRIMARY, PLAIN, "GreedyCost", CASCADE, WORST_CASE) if n in grids]
+    rows = []
+    for n in shown:
+        per_cell = cells.violations(grids[n], sizes)
+        worst_cell = max(per_cell, key=per_cell.get)
+        over = sum(v > VIOLATION_BAR for v in per_cell.values())
+        rows.append([n, pct(float(np.mean(list(per_cell.values())))), pct(per_cell[worst_cell]),
+                     f"{side(worst_cell[0])} at {ms(worst_cell[1])} ms", f"{over} of {len(per_cell)}"])
+    out.append(f"Budget violations per cell (measured extraction time above the budget; the bar is "
+               f"{VIOLATION_BAR:.0%} of a cell's answers):\n")
+    out.append(table(["backend", "mean (%)", "worst cell (%)", "worst cell", f"cells above {VIOLATION_BAR:.0%}"],
+                     rows))
+    out.append("")
+    if WORST_CASE in grids:
+        gap = stats.overall_difference(grids[WORST_CASE].correct, grids[PRIMARY].correct, pictures)
+        guard = r["fitted"][PRIMARY].cost_guard
+        out.append(f"**Median costs with a guard, against worst-case provisioning.** {PRIMARY} fits its cost curves "
+                   "at the median of the timing pass, raised by the overhead a request pays (measured on the "
+                   f"training extraction), and starts a feature only when {guard} of its measured calls would fit; "
+                   f"{WORST_CASE} is the paper's rule (0.95 quantile of the timing pass, plain curves, no guard). "
+                   f"Its mean accuracy over cells minus {PRIMARY}'s: {gap.text(signed=True)}.\n")
+    if CASCADE in grids:
+        rows = []
+        for s in cells.cost_saving(grids, CASCADE, PRIMARY, pictures):
+            saving = "–" if not np.isfinite(s["saving"]) else f"{100 * s['saving']:.0f}"
+            rows.append([ms(s["budget"]), f"{100 * s['multi']:.0f}", ms(s["reference_cost"]), ms(s["cost"]), saving,
+                         s["gap"].text(signed=True)])
+        out.append(f"**Confidence cascades.** Per budget: the share of {PRIMARY}'s answers that used more than one "
+                   f"feature, the mean measured extraction time per image of {PRIMARY} and of {CASCADE} (which stops "
+                   "computing once a prefix's model is confident), the saving, and the paired accuracy difference "
+                   f"({CASCADE} minus {PRIMARY}):\n")
+        out.append(table(["budget (ms)", "multi-feature answers (%)", f"{PRIMARY} (ms)", f"{CASCADE} (ms)",
+                          "saving (%)", "accuracy gap"], rows))
+        out.append("")
+    return out

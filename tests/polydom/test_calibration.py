@@ -1,0 +1,70 @@
+"""Serving calibration of cost curves: the overhead a request pays, and the guard from the tail."""
+
+import numpy as np
+import pytest
+
+from polydom.calibration import calibrate_fit, carry_calibration
+from polydom.costs import CostFit
+from polydom.index.costcurve import CostCurve
+from polydom.index.fitting import evaluate_cost_curve
+
+
+def timing_fit(coefficients=(1e-4, 2e-8)):
+    sizes = np.repeat([100, 400, 1600, 6400], 3)
+    return CostFit("f", CostCurve(coefficients), sizes, evaluate_cost_curve(coefficients, sizes), 0.5,
+                   np.tile([0, 1, 2], 4))
+
+
+def serving_calls(fit, overhead, noise, seed=0):
+    rng = np.random.default_rng(seed)
+    sizes = np.repeat([100, 900, 2500, 6400], 250).astype(float)
+    base = evaluate_cost_curve(fit.curve.coefficients, sizes) + overhead
+    return sizes, base * rng.lognormal(0.0, noise, len(sizes))
+
+
+def test_a_constant_overhead_is_recovered_and_the_guard_covers_the_tail():
+    fit = timing_fit()
+    sizes, seconds = serving_calls(fit, 5e-5, 0.1)
+    out = calibrate_fit(fit, sizes, seconds, quantile=0.99)
+    assert out.timing_curve == fit.curve
+    assert out.overhead[0] == pytest.approx(5e-5, rel=0.2) and out.overhead[1] >= 0.0
+    predicted = evaluate_cost_curve(out.curve.coefficients, sizes)
+    assert np.mean(seconds > predicted) == pytest.approx(0.5, abs=0.1)  # the curve is the median again
+    assert out.guard > 1.0 and np.mean(seconds > out.guard * predicted) <= 0.011
+    # Non-negative and non-decreasing: the overhead's coefficients are >= 0.
+    assert all(c >= 0 for c in out.overhead)
+
+
+def test_calls_faster_than_the_curve_add_nothing_and_the_guard_is_at_least_one():
+    fit = timing_fit()
+    sizes, seconds = serving_calls(fit, 0.0, 0.0)
+    out = calibrate_fit(fit, sizes, seconds * 0.5, quantile=0.99)
+    assert out.overhead == (0.0, 0.0) and out.curve == fit.curve and out.guard == 1.0
+
+
+def test_no_guard_quantile_means_guard_one_and_unusable_calls_change_nothing():
+    fit = timing_fit()
+    sizes, seconds = serving_calls(fit, 5e-5, 0.3)
+    assert calibrate_fit(fit, sizes, seconds, quantile=None).guard == 1.0
+    assert calibrate_fit(fit, sizes, np.full(len(sizes), np.nan)) is fit
+
+
+def test_calibrating_twice_starts_from_the_timing_curve():
+    fit = timing_fit()
+    sizes, seconds = serving_calls(fit, 5e-5, 0.1)
+    once = calibrate_fit(fit, sizes, seconds)
+    assert calibrate_fit(once, sizes, seconds) == once
+
+
+def test_the_calibration_round_trips_through_json_and_carries_to_new_timings():
+    fit = timing_fit()
+    sizes, seconds = serving_calls(fit, 5e-5, 0.1)
+    out = calibrate_fit(fit, sizes, seconds)
+    back = CostFit.from_json("f", out.to_json())
+    assert back.curve == out.curve and back.timing_curve == out.timing_curve
+    assert back.overhead == out.overhead and back.guard == out.guard
+    # A machine twice as slow: the carried overhead doubles with the intrinsic cost.
+    slower = timing_fit((2e-4, 4e-8))
+    carried = carry_calibration(out, slower)
+    assert carried.guard == out.guard and carried.timing_curve == slower.curve
+    assert carried.overhead[0] == pytest.approx(2 * out.overhead[0])
