@@ -5,13 +5,19 @@ index can serve, the build trains the models of a *chain* of its prefixes, order
 features worth most accuracy per unit of cost come first. Serving then computes the chosen set's
 features one at a time:
 
-* before each feature, if the time used plus the feature's guarded predicted cost
-  (:meth:`~polydom.index.protocol.CostSensitiveIndex.cost_guards`) no longer fits the
-  budget, it stops and serves the most accurate set among those fully computed (a prefix of a
-  chain, or ``{}``) -- it never starts a feature the clock says cannot fit;
+* the target is the lookup's set, unless the cost guards
+  (:meth:`~polydom.index.protocol.CostSensitiveIndex.cost_guards`) leave it no room: a set
+  *has room* when the time left covers its uncomputed features' predicted costs plus the
+  largest ``(guard - 1) * cost`` among them; the target is then the most accurate servable set
+  that has room;
+* before each feature, if the time used plus the feature's guarded predicted cost no longer
+  fits the budget, the walk *retargets* to the most accurate servable set that still has room
+  and beats what is computed, or else stops and serves the most accurate set among those fully
+  computed (a prefix of a chain, or ``{}``) -- it never starts a feature the clock says cannot
+  fit;
 * after each feature, it asks the skyline again with the time left, counting the features
   already computed as free; a set more accurate than the target by more than the index's tie
-  tolerance that now fits becomes the target (an *upgrade*); computed features are never
+  tolerance that now has room becomes the target (an *upgrade*); computed features are never
   computed again.
 
 With a clock that matches the predicted costs and guards of 1 this serves exactly what
@@ -112,15 +118,18 @@ def serve_anytime(
     -------
     (mask, elapsed, steps)
         The set served (a trained set whose features were all computed), the measured time, and
-        what happened, as ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` and
-        ``("confident", mask)`` events in order.
+        what happened, as ``("compute", name)``, ``("upgrade", mask)``, ``("retarget", mask)``,
+        ``("stop", name)`` and ``("confident", mask)`` events in order.
     """
     start = clock()
-    target = index.lookup(size, budget).key
     names = index.space.names
+    cost = [curve(size) for curve in index.costs]
     guards = index.cost_guards() if guarded else (1.0,) * len(index.costs)
-    feature_cost = [curve(size) * guard for curve, guard in zip(index.costs, guards)]
+    need = _Need(cost, guards)
     limit = budget * _SLACK
+    target = index.lookup(size, budget).key
+    if need(target, 0) > limit:  # the guards leave no room for the lookup's set: the best that has room
+        target = _retarget(index, size, 0, limit, need, floor=-1.0)
     computed = 0
     elapsed = 0.0
     steps: list[tuple[str, object]] = []
@@ -133,9 +142,15 @@ def serve_anytime(
             served = target
             break
         nxt = pending[0]
-        if elapsed + feature_cost[nxt] > limit:
-            steps.append(("stop", names[nxt]))
-            break
+        if elapsed + cost[nxt] * guards[nxt] > limit:
+            # Fall back: a set that still has room, more accurate than what is computed, if any.
+            other = _retarget(index, size, computed, limit - elapsed, need, floor=index.trained.get(served, -1.0))
+            if other is None or other == target:
+                steps.append(("stop", names[nxt]))
+                break
+            target = other
+            steps.append(("retarget", other))
+            continue
         values[nxt] = compute(names[nxt])
         computed |= 1 << nxt
         elapsed = clock() - start
@@ -147,11 +162,42 @@ def serve_anytime(
                 served = prefix
                 steps.append(("confident", prefix))
                 break
-        better = _upgrade(index, size, target, computed, feature_cost, limit - elapsed)
+        better = _upgrade(index, size, target, computed, need, limit - elapsed)
         if better is not None:
             target = better
             steps.append(("upgrade", better))
     return served, elapsed, steps
+
+
+class _Need:
+    """Seconds a walk must have left to finish a set from what is computed: the uncomputed
+    features' predicted costs, plus room for the last one started to take its guard's share
+    (the largest ``(guard - 1) * cost`` among them; 0 with guards of 1)."""
+
+    def __init__(self, cost, guards):
+        self.cost, self.guards = cost, guards
+
+    def __call__(self, mask: int, computed: int) -> float:
+        total, extra = 0.0, 0.0
+        rest = mask & ~computed
+        i = 0
+        while rest:
+            if rest & 1:
+                total += self.cost[i]
+                extra = max(extra, (self.guards[i] - 1.0) * self.cost[i])
+            rest >>= 1
+            i += 1
+        return total + extra
+
+
+def _retarget(index, size: float, computed: int, remaining: float, need, floor: float) -> int | None:
+    """The most accurate servable set above ``floor`` that can still be finished in ``remaining``."""
+    best, best_acc = None, floor
+    for c in index.skyline_ids_at(size):
+        acc = index.candidate_accuracy[c]
+        if acc > best_acc and need(index.candidates[c], computed) <= remaining:
+            best, best_acc = index.candidates[c], acc
+    return best if best is not None or floor >= 0 else 0
 
 
 #: The lookup's relative budget slack, so that a clock matching the curves serves what it does.
@@ -192,8 +238,8 @@ def _best_computed(index, computed: int, served: int) -> int:
     return best
 
 
-def _upgrade(index, size: float, target: int, computed: int, feature_cost, remaining: float) -> int | None:
-    """A servable set clearly more accurate than ``target`` whose uncomputed features fit ``remaining``."""
+def _upgrade(index, size: float, target: int, computed: int, need, remaining: float) -> int | None:
+    """A servable set clearly more accurate than ``target`` that can be finished in ``remaining``."""
     position = {m: i for i, m in enumerate(index.candidates)}
     t = position[target]
     best, best_acc = None, index.candidate_accuracy[t]
@@ -202,7 +248,6 @@ def _upgrade(index, size: float, target: int, computed: int, feature_cost, remai
         acc = index.candidate_accuracy[c]
         if acc <= best_acc or acc - index.candidate_accuracy[t] <= index.tolerance_between(t, c):
             continue
-        residual = sum(feature_cost[i] for i in range(mask.bit_length()) if mask >> i & 1 and not computed >> i & 1)
-        if residual <= remaining:
+        if need(mask, computed) <= remaining:
             best, best_acc = mask, acc
     return best

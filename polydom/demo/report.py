@@ -132,9 +132,11 @@ def write_report(path, r: dict) -> str:
         ["learners", f"{learners}, raced per feature set (the classifier's default)"],
         ["scoring", f"{r['cv']}-fold stratified, grouped CV accuracy with its standard error; servable sets rescored "
                     "on further folds; final model refitted on all training images; {} = majority class"],
-        ["cost fits", f"degree {primary.cost_degree}, non-negative coefficients, at or above the "
+        ["cost fits", f"degree {primary.cost_degree}, non-negative and non-decreasing, following the "
                       f"{primary.cost_quantile} quantile of {primary.timing_repeats} timed passes x "
-                      f"{primary.timing_images} images at sides {', '.join(map(str, primary.timing_sides_))}"],
+                      f"{primary.timing_images} images at sides {', '.join(map(str, primary.timing_sides_))}"
+                      + (", raised by the overhead a request pays (a + b·n, from the training extraction's wall "
+                         f"times); cost guard {primary.cost_guard}" if primary.calibrate_costs else "")],
         ["backends", "; ".join(names) + f" (Greedy n0 = median training size = {primary.n0_:g})"],
         ["budgets (ms)", ", ".join(_ms(b) for b in budgets)],
         ["cache", r["cache_dir"] or "none"],
@@ -212,7 +214,7 @@ def write_report(path, r: dict) -> str:
         "the wall clock; a set's measured time on an image is the sum of its features' times there. Every backend "
         "answers through its index's `select`, as at serving time, with a clock replaying those times: sets are "
         f"chosen from the fitted ({primary.cost_quantile} quantile) curves, and a feature starts only while the time "
-        f"already spent plus its predicted cost fits. {_img(r['figures']['violations_by_size'], 'violations')}\n")
+        f"already spent plus its guarded predicted cost fits (`cost_guard={primary.cost_guard}`). {_img(r['figures']['violations_by_size'], 'violations')}\n")
     rows = []
     for n in names:
         gr = grids[n]
