@@ -15,12 +15,13 @@ records each call's wall time. This module turns those times into:
   on the relative scale. Adding a non-negative, non-decreasing polynomial keeps the curve
   non-negative and non-decreasing, so the sweep stays exact; the curve's shape over the timed
   sizes still comes from the reproducible timing pass.
-* a **guard**: the ``quantile`` (0.95 by default) of measured / calibrated cost over the training
-  calls, at least 1. Anytime serving starts a feature only when the time used plus ``guard``
-  times its predicted cost fits the budget, so a walk overruns when a feature is slower than
-  that share of its training calls -- not whenever it is slower than its median. On a busy
-  machine the tail is long (preemptions of milliseconds hit calls of a tenth of one), the guards
-  grow, and small budgets serve less: the price of keeping them.
+* a **guard**: how much longer than its curve a call may take, at the ``quantile`` (0.95 by
+  default) of the training calls, at least 1. It is taken on the computing thread's CPU clock,
+  relative to the median: the spread of the feature's own work (its data, the caches). Wall
+  times carry another process's preemptions -- milliseconds that land on any call, however
+  cheap -- and on a busy machine their tail made guards of 10 to 70 that refused every cheap
+  feature; no guard on one feature can keep those out of a budget. Anytime serving starts a
+  feature only when the time used plus ``guard`` times its predicted cost fits the budget.
 
 Lookups, the skyline and the planners use the calibrated (median) curves; only the decision to
 start one more feature uses the guard.
@@ -59,7 +60,7 @@ def _overhead(sizes: np.ndarray, shortfall: np.ndarray, scale: np.ndarray) -> np
     return np.array([a, b / top])
 
 
-def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD_QUANTILE):
+def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD_QUANTILE, cpu_seconds=None):
     """``fit`` with its curve raised to the median of ``seconds`` and a guard from their tail.
 
     Parameters
@@ -72,6 +73,11 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     quantile : float in (0, 1] or None
         The guard's quantile of measured / calibrated cost; ``None``: guard 1 (start a feature
         whenever its median cost fits).
+    cpu_seconds : array_like of shape (m,), optional
+        The same calls' CPU time. With it the guard is the ``quantile`` of CPU time over the
+        curve divided by its median: the spread of the feature's own work (its data, the
+        caches), which another process's preemption -- milliseconds that can land on any
+        call, however cheap -- does not inflate. Without it, wall times stand in.
 
     Returns
     -------
@@ -81,18 +87,26 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     """
     sizes = np.asarray(sizes, dtype=np.float64)
     seconds = np.asarray(seconds, dtype=np.float64)
+    cpu = None if cpu_seconds is None else np.asarray(cpu_seconds, dtype=np.float64)
     ok = np.isfinite(seconds) & (seconds > 0) & np.isfinite(sizes)
+    if cpu is not None:
+        ok &= np.isfinite(cpu) & (cpu > 0)
     if not ok.any():
         return fit
     sizes, seconds = sizes[ok], seconds[ok]
+    cpu = None if cpu is None else cpu[ok]
     timing_curve = fit.timing_curve if fit.timing_curve is not None else fit.curve
     predicted = np.maximum(evaluate_cost_curve(timing_curve.coefficients, sizes), 1e-12)
     overhead = _overhead(sizes, np.maximum(seconds - predicted, 0.0), predicted)
     curve = timing_curve + CostCurve(overhead)
     guard = 1.0
     if quantile is not None:
-        ratio = seconds / np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
-        guard = max(1.0, float(np.quantile(ratio, quantile)))
+        predicted = np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
+        if cpu is None:
+            guard = max(1.0, float(np.quantile(seconds / predicted, quantile)))
+        else:
+            ratio = cpu / predicted
+            guard = max(1.0, float(np.quantile(ratio, quantile) / np.median(ratio)))
     return dataclasses.replace(fit, curve=curve, timing_curve=timing_curve, overhead=tuple(map(float, overhead)),
                                guard=guard if math.isfinite(guard) else 1.0)
 

@@ -45,12 +45,16 @@ class FeatureMatrix:
         while ``n_jobs`` workers shared the machine when computed in parallel.
     cached : bool
         Whether the matrix came from the cache.
+    cpu_seconds : ndarray of shape (n_items, n_features), optional
+        The computing thread's CPU time of the same calls: the feature's own work, which other
+        processes' preemptions do not lengthen. None from caches written before it was kept.
     """
 
     X: np.ndarray
     columns: dict
     seconds: np.ndarray
     cached: bool = False
+    cpu_seconds: np.ndarray | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -97,18 +101,20 @@ def _machine_fingerprint() -> str:
     return repr((platform.node(), platform.machine(), platform.processor(), os.cpu_count(), sys.version))
 
 
-def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and per-feature times of ``chunk`` = [(index, image), ...] (runs in a worker)."""
-    clock = time.perf_counter
+def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk):
+    """Rows, per-feature wall times and CPU times of ``chunk`` = [(index, image), ...] (runs in a worker)."""
+    clock, cpu = time.perf_counter, time.thread_time
     rows = np.empty((len(chunk), sum(widths)))
     seconds = np.empty((len(chunk), len(features)))
+    cpu_seconds = np.empty((len(chunk), len(features)))
     for r, (index, image) in enumerate(chunk):
         array = validate_image(image, index=index)
         at = 0
         for j, (feature, width) in enumerate(zip(features, widths)):
-            start = clock()
+            start, start_cpu = clock(), cpu()
             vector = feature.evaluate(array, index=index)
             seconds[r, j] = clock() - start
+            cpu_seconds[r, j] = cpu() - start_cpu
             if vector.shape[0] != width:
                 raise FeatureError(
                     f"feature {feature.name!r} on item {index} returned {vector.shape[0]} values, but "
@@ -117,7 +123,7 @@ def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk) ->
                 )
             rows[r, at : at + width] = vector
             at += width
-    return rows, seconds
+    return rows, seconds, cpu_seconds
 
 
 def _widths(features: Sequence[Feature], first) -> list[int]:
@@ -136,24 +142,25 @@ def _read_cache(path: str, n: int, names: Sequence[str], widths: Sequence[int]):
     try:
         with np.load(path, allow_pickle=False) as data:
             X, seconds = data["X"], data["seconds"]
+            cpu_seconds = data["cpu_seconds"] if "cpu_seconds" in data.files else None
             stored_names = [str(s) for s in data["names"]]
             stored_widths = data["widths"].tolist()
     except (OSError, KeyError, ValueError):
         return None
     if stored_names != list(names) or stored_widths != list(widths) or X.shape != (n, sum(widths)):
         return None
-    if seconds.shape != (n, len(names)):
+    if seconds.shape != (n, len(names)) or (cpu_seconds is not None and cpu_seconds.shape != seconds.shape):
         return None
-    return X, seconds
+    return X, seconds, cpu_seconds
 
 
-def _write_cache(path: str, X, seconds, names, widths) -> None:
+def _write_cache(path: str, X, seconds, cpu_seconds, names, widths) -> None:
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".features-", suffix=".npz", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, X=X, seconds=seconds, names=np.array(list(names)), widths=np.array(widths, dtype=np.int64))
+            np.savez(fh, X=X, seconds=seconds, cpu_seconds=cpu_seconds, names=np.array(list(names)), widths=np.array(widths, dtype=np.int64))
         os.replace(tmp, path)  # readers see the old file or the whole new one
     except BaseException:
         if os.path.exists(tmp):
@@ -208,7 +215,7 @@ def extract_features(
     if path is not None and os.path.exists(path):
         hit = _read_cache(path, len(images), names, widths)
         if hit is not None:
-            return FeatureMatrix(hit[0], columns, hit[1], cached=True)
+            return FeatureMatrix(hit[0], columns, hit[1], cached=True, cpu_seconds=hit[2])
 
     from joblib import Parallel, delayed, effective_n_jobs
 
@@ -222,7 +229,7 @@ def extract_features(
 
         bar = tqdm(total=len(images), desc="computing features", unit="image",
                    disable=None if progress is None else False, file=sys.stderr)
-    rows, secs = [], []
+    rows, secs, cpus = [], [], []
     try:
         if workers == 1:
             results = (_extract_chunk(features, widths, chunk) for chunk in chunks)
@@ -230,17 +237,18 @@ def extract_features(
             results = Parallel(n_jobs=n_jobs, return_as="generator")(
                 delayed(_extract_chunk)(features, widths, chunk) for chunk in chunks
             )
-        for (r, s), chunk in zip(results, chunks):
+        for (r, s, c), chunk in zip(results, chunks):
             rows.append(r)
             secs.append(s)
+            cpus.append(c)
             if bar is not None:
                 bar.update(len(chunk))
     finally:
         if bar is not None:
             bar.close()
     X = np.concatenate(rows)
-    seconds = np.concatenate(secs)
+    seconds, cpu_seconds = np.concatenate(secs), np.concatenate(cpus)
     if path is not None:
-        _write_cache(path, X, seconds, names, widths)
-    return FeatureMatrix(X, columns, seconds)
+        _write_cache(path, X, seconds, cpu_seconds, names, widths)
+    return FeatureMatrix(X, columns, seconds, cpu_seconds=cpu_seconds)
 

@@ -331,7 +331,9 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
             # Serving pays cold, wall-clock calls; the extraction just made one of each per image.
             guard = None if s.cost_guard is None else float(s.cost_guard)
             column = {name: j for j, name in enumerate(matrix.names)}
-            fits = {name: calibrate_fit(fit, sizes, matrix.seconds[:, column[name]], quantile=guard)
+            cpu = matrix.cpu_seconds
+            fits = {name: calibrate_fit(fit, sizes, matrix.seconds[:, column[name]], quantile=guard,
+                                        cpu_seconds=None if cpu is None else cpu[:, column[name]])
                     for name, fit in fits.items()}
 
     t2 = time.perf_counter()

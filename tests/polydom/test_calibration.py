@@ -68,3 +68,15 @@ def test_the_calibration_round_trips_through_json_and_carries_to_new_timings():
     carried = carry_calibration(out, slower)
     assert carried.guard == out.guard and carried.timing_curve == slower.curve
     assert carried.overhead[0] == pytest.approx(2 * out.overhead[0])
+
+
+def test_with_cpu_times_the_guard_ignores_preemptions_that_only_wall_times_carry():
+    fit = timing_fit()
+    sizes, cpu = serving_calls(fit, 5e-5, 0.1)
+    wall = cpu.copy()
+    wall[::10] += 5e-3  # one call in ten preempted for 5 ms: wall time only
+    by_wall = calibrate_fit(fit, sizes, wall, quantile=0.95)
+    by_cpu = calibrate_fit(fit, sizes, wall, quantile=0.95, cpu_seconds=cpu)
+    assert by_wall.guard > 5.0
+    assert 1.0 < by_cpu.guard < 1.5  # the lognormal spread of the feature's own work, 95th over median
+    assert by_cpu.curve == by_wall.curve  # the median overhead comes from wall times either way
