@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import stats
+from .settings import ABLATIONS
 
-__all__ = ["BudgetVerdict", "budget_verdicts", "budget_table", "range_sentences", "size_story", "cost_crossings",
+__all__ = ["BudgetVerdict", "compared", "budget_verdicts", "budget_table", "range_sentences", "size_story", "cost_crossings",
            "surprises", "tie_story", "conclusions"]
 
 
@@ -81,9 +82,15 @@ class BudgetVerdict:
         return frozenset([self.best] + [n for n, _ in self.tied])
 
 
+def compared(r: dict) -> dict:
+    """The grids the Conclusions rank: every backend a user can choose, without the ablations
+    (:data:`~polydom.demo.settings.ABLATIONS`), which the cell-by-cell section shows."""
+    return {n: g for n, g in r["grids"].items() if n not in ABLATIONS}
+
+
 def budget_verdicts(r: dict) -> list[BudgetVerdict]:
     """One :class:`BudgetVerdict` per budget of the run's results ``r``."""
-    grids, pictures = r["grids"], r["test_pictures"]
+    grids, pictures = compared(r), r["test_pictures"]
     acc = {n: stats.accuracy(g.correct, pictures) for n, g in grids.items()}
     out = []
     for b, budget in enumerate(r["budgets"]):
@@ -102,7 +109,7 @@ def budget_verdicts(r: dict) -> list[BudgetVerdict]:
 def budget_table(verdicts: list[BudgetVerdict]) -> list[list[str]]:
     """Rows of the per-budget table: budget, best (accuracy), tied (gap), significantly behind (gap)."""
     def gap(g) -> str:
-        return "same answers" if g.value == 0 and g.se == 0 else f"−{g.text()}"
+        return "same answers" if g.value == 0 and g.se == 0 else stats.Estimate(-g.value, g.se).text(signed=True)
 
     rows = []
     for v in verdicts:
@@ -214,7 +221,7 @@ def size_story(r: dict, names: list[str]) -> list[str]:
     small, large = min(r["unique_sizes"]), max(r["unique_sizes"])
     rs, rl = sizes == small, sizes == large
     out = []
-    grids = r["grids"]
+    grids = compared(r)
     # A backend that gave exactly the answers of one before it is named with it, not told twice.
     same = {n: next((m for m in names[:i] if np.array_equal(grids[m].keys, grids[n].keys)), None)
             for i, n in enumerate(names)}
@@ -249,7 +256,7 @@ def _served_cv(grid, index, b: int, rows: np.ndarray) -> float:
 
 def _behind(r: dict, primary: str, run: list) -> str:
     """Why ``primary`` was significantly behind at the budgets of ``run`` ((b, leader, gap) each)."""
-    grids, fitted, budgets, pictures = r["grids"], r["fitted"], r["budgets"], r["test_pictures"]
+    grids, fitted, budgets, pictures = compared(r), r["fitted"], r["budgets"], r["test_pictures"]
     everyone = np.ones(len(pictures), dtype=bool)
     leaders = _join(list(dict.fromkeys(o for _, o, _ in run)))
     gaps = [g for _, _, g in run]
@@ -277,7 +284,7 @@ def _behind(r: dict, primary: str, run: list) -> str:
 
 def tie_story(r: dict, primary: str, ties: str) -> str | None:
     """What the opt-in tie rule (the ``ties`` backend) trades against ``primary``'s most accurate sets."""
-    grids, fitted, budgets, pictures = r["grids"], r["fitted"], r["budgets"], r["test_pictures"]
+    grids, fitted, budgets, pictures = compared(r), r["fitted"], r["budgets"], r["test_pictures"]
     if ties not in grids:
         return None
     everyone = np.ones(len(pictures), dtype=bool)
@@ -306,7 +313,7 @@ def tie_story(r: dict, primary: str, ties: str) -> str | None:
 
 def cost_story(r: dict, primary: str) -> str:
     """What each backend spends per image at the largest budget, and the accuracy it buys."""
-    grids, pictures = r["grids"], r["test_pictures"]
+    grids, pictures = compared(r), r["test_pictures"]
     b = len(r["budgets"]) - 1
     parts = []
     for name, grid in grids.items():
@@ -318,7 +325,7 @@ def cost_story(r: dict, primary: str) -> str:
 
 def surprises(r: dict, primary: str, verdicts: list[BudgetVerdict]) -> list[str]:
     """Findings a reader would not expect, each with the numbers that explain it."""
-    grids, pictures, budgets = r["grids"], r["test_pictures"], r["budgets"]
+    grids, pictures, budgets = compared(r), r["test_pictures"], r["budgets"]
     fitted, chance = r["fitted"], r["chance"]
     out = []
 

@@ -2,7 +2,7 @@
 
 __all__ = ["DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "QUICK_SIDES", "TIMING_SIDES", "QUICK_TIMING_SIDES",
            "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "BASE_PARAMS", "SERVING", "PRIMARY", "TIES", "PLAIN",
-           "CASCADE", "WORST_CASE", "RIVALS"]
+           "CASCADE", "WORST_CASE", "ABLATIONS", "RIVALS"]
 
 #: The demo's feature lattice: the built-in features minus ``size_meta`` (every class comes at
 #: the same sizes, so it is chance-level) and ``gabor``, which costs 15-170 ms an image here --
@@ -46,6 +46,9 @@ BASE_PARAMS = {"cascade": False, "cost_quantile": 0.5, "calibrate_costs": True, 
 PLAIN = "PolyDom α=1 plain"
 #: How each backend is served on the held-out grid (default: its index's anytime ``select``).
 SERVING = {CASCADE: "cascade", PLAIN: "plain"}
+#: Variants of the primary that isolate one of its parts; the Conclusions' ranking leaves them
+#: out, the cell-by-cell section compares them.
+ABLATIONS = (PLAIN, WORST_CASE)
 #: The backends the primary is judged against, per (size, budget) cell.
 RIVALS = ("PolyDom α=1.2", "Greedy", "GreedyAcc", "GreedyCost")
 #: :data:`PRIMARY` with the opt-in tie rule (``tolerance=None``: among affordable sets within one
