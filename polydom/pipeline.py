@@ -288,6 +288,10 @@ def _folds(s: FitSettings, y, groups):
     return every[:first], every[first:]
 
 
+#: Training images the serving calibration computes again, one after another.
+CALIBRATION_IMAGES = 96
+
+
 def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
     """Run extract -> time -> learn -> build on validated images and labels.
 
@@ -326,15 +330,13 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         fits = measure_feature_costs(s.features, timed, sides, repeats=s.timing_repeats, quantile=s.cost_quantile,
                                      degree=s.cost_degree, progress=bars)
         if s.calibrate_costs:
-            from .calibration import calibrate_fit
+            from .calibration import calibrate_fits
 
-            # Serving pays cold, wall-clock calls; the extraction just made one of each per image.
-            guard = None if s.cost_guard is None else float(s.cost_guard)
-            column = {name: j for j, name in enumerate(matrix.names)}
-            cpu = matrix.cpu_seconds
-            fits = {name: calibrate_fit(fit, sizes, matrix.seconds[:, column[name]], quantile=guard,
-                                        cpu_seconds=None if cpu is None else cpu[:, column[name]])
-                    for name, fit in fits.items()}
+            parallel = s.n_jobs not in (None, 1)
+            if parallel:
+                say(f"calibrating the costs on {min(CALIBRATION_IMAGES, len(images))} images served one by one")
+            fits = calibrate_fits(fits, images, s.features, matrix, sizes, parallel=parallel, quantile=s.cost_guard,
+                                  count=CALIBRATION_IMAGES, random_state=s.random_state)
 
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)

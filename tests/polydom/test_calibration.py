@@ -80,3 +80,22 @@ def test_with_cpu_times_the_guard_ignores_preemptions_that_only_wall_times_carry
     assert by_wall.guard > 5.0
     assert 1.0 < by_cpu.guard < 1.5  # the lognormal spread of the feature's own work, 95th over median
     assert by_cpu.curve == by_wall.curve  # the median overhead comes from wall times either way
+
+
+def test_after_a_parallel_extraction_a_sample_is_served_again_one_by_one():
+    from polydom.calibration import calibrate_fits
+    from polydom.extraction import extract_features
+    from polydom.featurizers import resolve_features
+    from polydom.featurizers.datasets import load_digits_images
+
+    images, _, _ = load_digits_images(sides=(16, 32), n_per_class=2, random_state=0)
+    features = resolve_features(["intensity_hist", "thumbnail"])
+    matrix = extract_features(images, features)
+    sizes = np.array([im.shape[0] * im.shape[1] for im in images])
+    fits = {f.name: timing_fit((1e-9,)) for f in features}  # curves far below any real call
+    served = calibrate_fits(fits, images, features, matrix, sizes, parallel=True, count=6, random_state=0)
+    reused = calibrate_fits(fits, images, features, matrix, sizes, parallel=False)
+    for name in fits:
+        for out in (served[name], reused[name]):
+            assert out.overhead[0] > 1e-6 and out.guard >= 1.0  # raised to what real calls take
+            assert out.timing_curve == fits[name].curve
