@@ -9,7 +9,8 @@ on primed calls alone serves sets that do not fit.
 
 Fitting extracts every training image once, each feature in turn -- as a request does -- and
 records each call's wall and CPU time; when parallel workers did that extraction, a sample of
-training images is computed again one after another (:func:`calibrate_fits`). This module turns
+training images is computed again one after another (:func:`calibrate_fits`), and the guard's
+spread still comes from every call. This module turns
 those times into:
 
 * an **overhead** polynomial added to the timing pass's curve: ``a + b*n`` with ``a, b >= 0``,
@@ -62,7 +63,8 @@ def _overhead(sizes: np.ndarray, shortfall: np.ndarray, scale: np.ndarray) -> np
     return np.array([a, b / top])
 
 
-def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD_QUANTILE, cpu_seconds=None):
+def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD_QUANTILE, cpu_seconds=None,
+                  spread=None):
     """``fit`` with its curve raised to the median of ``seconds`` and a guard from their tail.
 
     Parameters
@@ -80,6 +82,9 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
         curve divided by its median: the spread of the feature's own work (its data, the
         caches), which another process's preemption -- milliseconds that can land on any
         call, however cheap -- does not inflate. Without it, wall times stand in.
+    spread : (sizes, cpu_seconds), optional
+        More calls to take the guard's CPU spread from (a 95th percentile needs more calls
+        than a median): the whole training extraction when ``sizes, seconds`` are a sample.
 
     Returns
     -------
@@ -103,6 +108,10 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     curve = timing_curve + CostCurve(overhead)
     guard = 1.0
     if quantile is not None:
+        if spread is not None:
+            sizes, cpu = (np.asarray(a, dtype=np.float64) for a in spread)
+            keep = np.isfinite(cpu) & (cpu > 0) & np.isfinite(sizes)
+            sizes, cpu = sizes[keep], cpu[keep]
         predicted = np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
         if cpu is None:
             guard = max(1.0, float(np.quantile(seconds / predicted, quantile)))
@@ -129,7 +138,7 @@ def carry_calibration(old, new):
 
 
 def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: bool, quantile=DEFAULT_GUARD_QUANTILE,
-                   count: int = 96, random_state=None) -> dict:
+                   count: int = 160, random_state=None) -> dict:
     """Every fit calibrated on serving-like calls of the training images.
 
     When ``matrix`` (the training extraction) was computed one image after another, its calls
@@ -163,17 +172,26 @@ def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: boo
     from polydom.extraction import extract_features
 
     quantile = None if quantile is None else float(quantile)
+    every, every_sizes = matrix, np.asarray(sizes)
     if parallel:
         rng = np.random.default_rng(random_state)
         # Spread over the sizes: every size's share, at random within it.
         order = np.lexsort((rng.random(len(sizes)), sizes))
         chosen = np.sort(order[np.linspace(0, len(order) - 1, min(count, len(order))).astype(int)])
-        # The calls are shuffled so that a feature's call does not always follow the same image size.
+        # Shuffled, so that a feature's call does not always follow an image of the same size.
         chosen = rng.permutation(chosen)
         matrix = extract_features([images[i] for i in chosen], features, n_jobs=None)
-        sizes = np.asarray(sizes)[chosen]
+        sizes = every_sizes[chosen]
     column = {name: j for j, name in enumerate(matrix.names)}
     cpu = matrix.cpu_seconds
+
+    def spread(name):
+        # The guard's spread from every training call: CPU time, relative to its median, is little
+        # moved by the workers sharing the machine, and its tail needs the calls.
+        if every.cpu_seconds is None:
+            return None
+        return every_sizes, every.cpu_seconds[:, {n: j for j, n in enumerate(every.names)}[name]]
+
     return {name: calibrate_fit(fit, sizes, matrix.seconds[:, column[name]], quantile=quantile,
-                                cpu_seconds=None if cpu is None else cpu[:, column[name]])
+                                cpu_seconds=None if cpu is None else cpu[:, column[name]], spread=spread(name))
             for name, fit in fits.items()}

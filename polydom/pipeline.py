@@ -289,7 +289,7 @@ def _folds(s: FitSettings, y, groups):
 
 
 #: Training images the serving calibration computes again, one after another.
-CALIBRATION_IMAGES = 96
+CALIBRATION_IMAGES = 160
 
 
 def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
