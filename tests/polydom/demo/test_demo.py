@@ -53,6 +53,14 @@ def test_demo_writes_the_report_plots_and_index(demo_out):
     assert "28x28" in report and "280x280" in report
 
 
+def test_the_report_judges_the_primary_cell_by_cell(demo_out):
+    cells = _section((demo_out / "report.md").read_text(), "## Cell by cell")
+    assert re.search(r"within one standard error of the best of .* in \*\*\d+ of \d+\*\* cells", cells)
+    for backend in (settings.PRIMARY, settings.PLAIN, "GreedyCost", settings.CASCADE, settings.WORST_CASE):
+        assert f"| {backend} |" in cells, backend
+    assert "Confidence cascades" in cells and "worst-case provisioning" in cells
+
+
 def _section(report: str, title: str) -> str:
     start = report.index(title)
     end = report.find("\n## ", start + 1)
