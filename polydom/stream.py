@@ -111,7 +111,11 @@ class StreamBudget:
     options costing at most ``max_item_budget``; items tied at the price are split between the
     two sets by ``tie_fraction_`` (see the module docstring for ``tie_rule``). With a
     ``horizon``, a guard keeps the total predicted spend at most ``horizon * mean_budget``: an
-    item whose set does not fit what remains is served the most accurate option that does.
+    item whose set does not fit what remains is served the most accurate option that does. An
+    unbounded stream can have a token bucket instead (``burst``): the spend after ``k`` items
+    never exceeds ``k * mean_budget + burst``, whatever the order of the sizes. With ``adapt``
+    the price follows the stream: after each item it moves by ``adapt`` times the item's
+    relative overspend, so a stream whose sizes drift from the sample still meets its mean.
 
     Parameters
     ----------
@@ -127,6 +131,14 @@ class StreamBudget:
     horizon : int, optional
         Items the budget is for. The guard never lets the total exceed
         ``horizon * mean_budget``; items past the horizon draw on what is left.
+    burst : float, optional
+        Without a horizon: the token bucket's depth (predicted seconds an unbounded stream may
+        run ahead of ``mean_budget`` per item). Give at least the dearest set's cost, or items
+        that arrive with an empty bucket are served ``{}``.
+    adapt : float, optional
+        Online price update rate (e.g. 0.01): ``price += adapt * scale * (cost - mean_budget) /
+        mean_budget`` after each item, never below 0, where ``scale`` is the fitted price (or
+        ``1 / mean_budget`` when it is 0). Items are then priced one by one.
     seed : int or None, default 0
         Seeds the generator of ``tie_rule="random"``.
     tie_rule : {"alternate", "random"}, default "alternate"
@@ -160,7 +172,8 @@ class StreamBudget:
     """
 
     def __init__(self, index, mean_budget: float, *, sizes, max_item_budget: float | None = None,
-                 horizon: int | None = None, seed: int | None = 0, tie_rule: str = "alternate"):
+                 horizon: int | None = None, burst: float | None = None, adapt: float | None = None,
+                 seed: int | None = 0, tie_rule: str = "alternate"):
         budget = as_real("mean_budget", mean_budget)
         if not (math.isfinite(budget) and budget >= 0):
             raise ValueError(f"mean_budget must be finite and >= 0, got {mean_budget!r}")
@@ -169,6 +182,11 @@ class StreamBudget:
                 raise TypeError(f"horizon must be a positive integer or None, got {horizon!r}")
             if horizon < 1:
                 raise ValueError(f"horizon must be >= 1, got {horizon!r}")
+        for name, value in (("burst", burst), ("adapt", adapt)):
+            if value is not None and not (math.isfinite(as_real(name, value)) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0 or None, got {value!r}")
+        if burst is not None and horizon is not None:
+            raise ValueError("give horizon (a finite stream) or burst (an unbounded one), not both")
         if tie_rule not in TIE_RULES:
             raise ValueError(f"tie_rule must be one of {TIE_RULES}, got {tie_rule!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
@@ -177,9 +195,11 @@ class StreamBudget:
             raise ValueError("sizes must be a non-empty 1-D sample of the sizes the stream will bring")
         self.index, self.mean_budget, self.max_item_budget = index, budget, max_item_budget
         self.horizon, self.seed, self.tie_rule = horizon, seed, tie_rule
+        self.burst, self.adapt = (None if burst is None else float(burst)), (None if adapt is None else float(adapt))
         _, hull_cost, hull_acc, _, slope = _hull_table(index, sizes, max_item_budget)
         self.price_, self.tie_fraction_, self.expected_cost_, self.expected_accuracy_ = fit_price(
             hull_cost, hull_acc, slope, budget)
+        self.fitted_price_ = self.price_
         self._lock = threading.Lock()
         self.reset()
 
@@ -190,6 +210,8 @@ class StreamBudget:
         self._spent, self._spent_error, self._served = 0.0, 0.0, 0
         self._credit = 0.0
         self._rng = np.random.default_rng(self.seed)
+        if hasattr(self, "fitted_price_"):
+            self.price_ = self.fitted_price_
 
     @property
     def spent(self) -> float:
@@ -203,10 +225,13 @@ class StreamBudget:
 
     @property
     def remaining(self) -> float | None:
-        """What the guard still allows (``horizon * mean_budget - spent``), or None without a horizon."""
-        if self.horizon is None:
-            return None
-        return max(0.0, self.horizon * self.mean_budget - self.spent)
+        """What the guard still allows: ``horizon * mean_budget - spent``, or the tokens in the
+        bucket (``served * mean_budget + burst - spent``); None without either."""
+        if self.horizon is not None:
+            return max(0.0, self.horizon * self.mean_budget - self.spent)
+        if self.burst is not None:
+            return max(0.0, self.served * self.mean_budget + self.burst - self.spent)
+        return None
 
     def summary(self) -> dict:
         """What a service reports: budget, price, tie fraction, items served, spend and mean cost."""
@@ -218,6 +243,7 @@ class StreamBudget:
             "spent": self.spent,
             "mean_cost": self.spent / self.served if self.served else 0.0,
             "horizon": self.horizon,
+            "burst": self.burst,
             "remaining": self.remaining,
         }
 
@@ -238,8 +264,13 @@ class StreamBudget:
         """:meth:`choose` for the next items of the stream, in order; a ``Batch`` of columns.
 
         The price rule is applied to all items at once; ties and the guard then go item by item,
-        in order, since each depends on what was spent before.
+        in order, since each depends on what was spent before. With ``adapt`` the price moves
+        after every item, so items are priced one by one.
         """
+        if self.adapt is not None and np.ndim(sizes) == 1 and len(sizes) > 1:
+            parts = [self.choose_many([size]) for size in sizes]
+            return Batch(np.concatenate([b.keys for b in parts]), np.concatenate([b.accuracy for b in parts]),
+                         np.concatenate([b.cost for b in parts]), self.index.space, self.index.models)
         table, hull_cost, hull_acc, hull_mask, slope = _hull_table(self.index, sizes, self.max_item_budget)
         n = len(table)
         cheap, dear = _positions(slope, self.price_)
@@ -260,15 +291,21 @@ class StreamBudget:
                     else:
                         dearer = self._rng.random() < fraction
                 c = cost[i] + extra[i] if dearer else cost[i]
-                if cap is not None and self.spent + c > cap:
+                limit = cap if cap is not None else (
+                    None if self.burst is None else (self.served + 1) * self.mean_budget + self.burst)
+                if limit is not None and self.spent + c > limit:
                     dearer = False
-                    c = self._fallback(table, i, cap - self.spent, cost, acc, key)
+                    c = self._fallback(table, i, limit - self.spent, cost, acc, key)
                 if dearer:
                     j = dear[i]
                     cost[i], acc[i], key[i] = hull_cost[i, j], hull_acc[i, j], hull_mask[i, j]
                     if alternate:
                         self._credit -= extra[i]
                 self._add(cost[i])
+                if self.adapt is not None and self.mean_budget > 0:
+                    scale = self.fitted_price_ if self.fitted_price_ > 0 else 1.0 / self.mean_budget
+                    step = self.adapt * scale * (float(cost[i]) - self.mean_budget) / self.mean_budget
+                    self.price_ = max(0.0, self.price_ + step)
         return Batch(key, acc, cost, self.index.space, self.index.models)
 
     def _fallback(self, table, i: int, left: float, cost, acc, key) -> float:

@@ -145,7 +145,7 @@ def test_spend_is_reported_and_reset():
     assert choice.features == frozenset({"a"}) and choice.cost == 1.0
     report = budget.summary()
     assert report == {"mean_budget": 2.0, "price": budget.price_, "tie_fraction": budget.tie_fraction_,
-                      "served": 1, "spent": 1.0, "mean_cost": 1.0, "horizon": 10, "remaining": 19.0}
+                      "served": 1, "spent": 1.0, "mean_cost": 1.0, "horizon": 10, "burst": None, "remaining": 19.0}
     assert "served=1" in repr(budget)
     budget.reset()
     assert budget.spent == 0.0 and budget.served == 0 and budget.remaining == 20.0
@@ -204,3 +204,44 @@ def test_an_unreachable_budget_and_an_exhausted_guard_are_named():
     with pytest.raises(RuntimeError, match="the stream's budget is spent: 0.0 remains"):
         budget.choose(0.0)
     assert budget.spent == 3.0 and budget.served == 2
+
+
+def test_the_token_bucket_holds_an_unbounded_stream_under_an_adversarial_order():
+    index = _synthetic()
+    sample = np.linspace(1.0, 100.0, 200)
+    mean_budget = float(np.median([max(index.options_at(s)[1]) for s in sample])) / 4
+    burst = max(max(index.options_at(s)[1]) for s in sample)  # room for the dearest set
+    bucket = StreamBudget(index, mean_budget, sizes=sample, burst=burst)
+    plain = StreamBudget(index, mean_budget, sizes=sample)
+    # The dearest items first: a price fitted on the whole sample overspends on them.
+    stream = np.sort(np.tile(sample, 5))[::-1]
+    for k, size in enumerate(stream, start=1):
+        bucket.choose(size)
+        plain.choose(size)
+        assert bucket.spent <= k * mean_budget + burst + 1e-9 * k
+    assert plain.spent > len(stream) // 2 * mean_budget + burst  # without the bucket the head overspends
+    assert bucket.summary()["burst"] == burst and bucket.remaining >= 0
+
+
+def test_the_online_price_follows_a_stream_whose_sizes_drift():
+    index = _synthetic()
+    small = np.linspace(1.0, 20.0, 100)
+    mean_budget = float(np.mean([np.median(index.options_at(s)[1]) for s in small]))
+    fixed = StreamBudget(index, mean_budget, sizes=small)
+    online = StreamBudget(index, mean_budget, sizes=small, adapt=0.05)
+    drifted = np.random.default_rng(0).uniform(60.0, 100.0, 3000)  # the stream brings larger items
+    fixed.choose_many(drifted)
+    online.choose_many(drifted)
+    assert fixed.spent / fixed.served > 1.2 * mean_budget
+    assert abs(online.spent / online.served - mean_budget) < 0.1 * mean_budget
+    assert online.price_ > online.fitted_price_
+    online.reset()
+    assert online.price_ == online.fitted_price_ and online.served == 0
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"burst": -1.0}, "burst"), ({"adapt": math.nan}, "adapt"), ({"burst": 1.0, "horizon": 3}, "not both"),
+])
+def test_bad_bucket_and_adapt_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        StreamBudget(_abc(), 2.0, sizes=[1.0], **options)
