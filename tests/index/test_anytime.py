@@ -1,4 +1,4 @@
-"""Anytime PolyDom with injected clocks: fall back on overrun, upgrade on early finish, never recompute; cost guards."""
+"""Anytime PolyDom on injected clocks: fall back on overrun, upgrade on early finish, never recompute; guards."""
 
 import copy
 import random
