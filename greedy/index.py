@@ -252,11 +252,9 @@ class GreedyIndex(CostSensitiveIndex):
         j = bisect_right(sky_cost, budget) - 1
         sid = sky_seq[j if j > 0 else 0]
         guards = self.cost_guards()
+        walk_guards = None
         if guarded and any(g != 1.0 for g in guards):
-            position = {name: i for i, name in enumerate(self.space.names)}
-            walk_guards = [guards[position[name]] for name in seq_names[sid]]
-        else:
-            walk_guards = None
+            walk_guards = [guards[self.space.names.index(name)] for name in seq_names[sid]]
         length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock, walk_guards)
         features, accuracy, key = seq_prefix[sid][length]
         return Choice(features, accuracy, float(elapsed), key, models)

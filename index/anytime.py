@@ -29,7 +29,10 @@ features, and every prefix of it (``{}`` and the set included) is a trained set.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from polydom.lattice import bits_of
 
 __all__ = ["chain_order", "chain_prefixes", "check_chains", "serve_anytime"]
 
@@ -127,16 +130,17 @@ def serve_anytime(
     guards = index.cost_guards() if guarded else (1.0,) * len(index.costs)
     need = _Need(cost, guards)
     limit = budget * _SLACK
+    position = {m: i for i, m in enumerate(index.candidates)}  # candidate id of a mask, for upgrades
     target = index.lookup(size, budget).key
     if need(target, 0) > limit:  # the guards leave no room for the lookup's set: the best that has room
-        target = _retarget(index, size, 0, limit, need, floor=-1.0)
+        target = _best_with_room(index, size, 0, limit, need, lambda c, acc: True) or 0
     computed = 0
     elapsed = 0.0
     steps: list[tuple[str, object]] = []
     served = 0  # the best fully computed trained set so far
     values: dict[int, object] = {}
     while True:
-        order = index.chains.get(target) or _subset_order(target)
+        order = index.chains.get(target) or bits_of(target)
         pending = [i for i in order if not computed >> i & 1]
         if not pending:
             served = target
@@ -144,7 +148,8 @@ def serve_anytime(
         nxt = pending[0]
         if elapsed + cost[nxt] * guards[nxt] > limit:
             # Fall back: a set that still has room, more accurate than what is computed, if any.
-            other = _retarget(index, size, computed, limit - elapsed, need, floor=index.trained.get(served, -1.0))
+            floor = index.trained.get(served, -1.0)
+            other = _best_with_room(index, size, computed, limit - elapsed, need, lambda c, acc: acc > floor)
             if other is None or other == target:
                 steps.append(("stop", names[nxt]))
                 break
@@ -162,7 +167,9 @@ def serve_anytime(
                 served = prefix
                 steps.append(("confident", prefix))
                 break
-        better = _upgrade(index, size, target, computed, need, limit - elapsed)
+        t = position[target]
+        better = _best_with_room(index, size, computed, limit - elapsed, need, lambda c, acc: (
+            acc - index.candidate_accuracy[t] > max(0.0, index.tolerance_between(t, c))))
         if better is not None:
             target = better
             steps.append(("upgrade", better))
@@ -178,26 +185,22 @@ class _Need:
         self.cost, self.guards = cost, guards
 
     def __call__(self, mask: int, computed: int) -> float:
-        total, extra = 0.0, 0.0
-        rest = mask & ~computed
-        i = 0
-        while rest:
-            if rest & 1:
-                total += self.cost[i]
-                extra = max(extra, (self.guards[i] - 1.0) * self.cost[i])
-            rest >>= 1
-            i += 1
-        return total + extra
+        rest = bits_of(mask & ~computed)
+        extra = max(((self.guards[i] - 1.0) * self.cost[i] for i in rest), default=0.0)
+        return sum(self.cost[i] for i in rest) + extra
 
 
-def _retarget(index, size: float, computed: int, remaining: float, need, floor: float) -> int | None:
-    """The most accurate servable set above ``floor`` that can still be finished in ``remaining``."""
-    best, best_acc = None, floor
+def _best_with_room(index, size: float, computed: int, remaining: float, need, beats) -> int | None:
+    """The most accurate servable set at ``size`` with ``beats(candidate id, accuracy)`` that can
+    still be finished in ``remaining`` (:class:`_Need`); None if there is none. The retarget
+    (beats what is computed), the upgrade (beats the target by more than the tie tolerance) and
+    the first target (any set) are this one scan of the skyline."""
+    best, best_acc = None, -math.inf
     for c in index.skyline_ids_at(size):
         acc = index.candidate_accuracy[c]
-        if acc > best_acc and need(index.candidates[c], computed) <= remaining:
+        if acc > best_acc and beats(c, acc) and need(index.candidates[c], computed) <= remaining:
             best, best_acc = index.candidates[c], acc
-    return best if best is not None or floor >= 0 else 0
+    return best
 
 
 #: The lookup's relative budget slack, so that a clock matching the curves serves what it does.
@@ -221,10 +224,6 @@ def _confident_prefix(index, target: int, order, computed: int, values) -> int |
     return prefix if index.cascades.confident(target, done - 1, model, x) else None
 
 
-def _subset_order(mask: int) -> tuple[int, ...]:
-    return tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
-
-
 def _best_computed(index, computed: int, served: int) -> int:
     """The most accurate trained set with a model whose features are all computed."""
     best, best_acc = served, index.trained.get(served, -1.0)
@@ -235,19 +234,4 @@ def _best_computed(index, computed: int, served: int) -> int:
             acc = index.trained.get(prefix, -1.0)
             if acc > best_acc:
                 best, best_acc = prefix, acc
-    return best
-
-
-def _upgrade(index, size: float, target: int, computed: int, need, remaining: float) -> int | None:
-    """A servable set clearly more accurate than ``target`` that can be finished in ``remaining``."""
-    position = {m: i for i, m in enumerate(index.candidates)}
-    t = position[target]
-    best, best_acc = None, index.candidate_accuracy[t]
-    for c in index.skyline_ids_at(size):
-        mask = index.candidates[c]
-        acc = index.candidate_accuracy[c]
-        if acc <= best_acc or acc - index.candidate_accuracy[t] <= index.tolerance_between(t, c):
-            continue
-        if need(mask, computed) <= remaining:
-            best, best_acc = mask, acc
     return best

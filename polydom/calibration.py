@@ -40,10 +40,12 @@ import numpy as np
 from polydom.index.costcurve import CostCurve
 from polydom.index.fitting import evaluate_cost_curve
 
-__all__ = ["DEFAULT_GUARD_QUANTILE", "calibrate_fit", "calibrate_fits", "carry_calibration"]
+__all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "calibrate_fit", "calibrate_fits", "carry_calibration"]
 
 #: The share of training calls a guarded start covers.
 DEFAULT_GUARD_QUANTILE = 0.95
+#: Training images computed again one by one after a parallel extraction (:func:`calibrate_fits`).
+CALIBRATION_IMAGES = 160
 
 
 def _overhead(sizes: np.ndarray, shortfall: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -138,7 +140,7 @@ def carry_calibration(old, new):
 
 
 def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: bool, quantile=DEFAULT_GUARD_QUANTILE,
-                   count: int = 160, random_state=None) -> dict:
+                   count: int = CALIBRATION_IMAGES, random_state=None) -> dict:
     """Every fit calibrated on serving-like calls of the training images.
 
     When ``matrix`` (the training extraction) was computed one image after another, its calls
@@ -182,16 +184,16 @@ def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: boo
         chosen = rng.permutation(chosen)
         matrix = extract_features([images[i] for i in chosen], features, n_jobs=None)
         sizes = every_sizes[chosen]
+    # Both matrices list the features in the same order (the sample is extracted with ``features``).
     column = {name: j for j, name in enumerate(matrix.names)}
     cpu = matrix.cpu_seconds
 
-    def spread(name):
+    def spread(j):
         # The guard's spread from every training call: CPU time, relative to its median, is little
         # moved by the workers sharing the machine, and its tail needs the calls.
-        if every.cpu_seconds is None:
-            return None
-        return every_sizes, every.cpu_seconds[:, {n: j for j, n in enumerate(every.names)}[name]]
+        return None if every.cpu_seconds is None else (every_sizes, every.cpu_seconds[:, j])
 
     return {name: calibrate_fit(fit, sizes, matrix.seconds[:, column[name]], quantile=quantile,
-                                cpu_seconds=None if cpu is None else cpu[:, column[name]], spread=spread(name))
+                                cpu_seconds=None if cpu is None else cpu[:, column[name]],
+                                spread=spread(column[name]))
             for name, fit in fits.items()}

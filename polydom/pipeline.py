@@ -288,10 +288,6 @@ def _folds(s: FitSettings, y, groups):
     return every[:first], every[first:]
 
 
-#: Training images the serving calibration computes again, one after another.
-CALIBRATION_IMAGES = 160
-
-
 def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
     """Run extract -> time -> learn -> build on validated images and labels.
 
@@ -330,13 +326,13 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         fits = measure_feature_costs(s.features, timed, sides, repeats=s.timing_repeats, quantile=s.cost_quantile,
                                      degree=s.cost_degree, progress=bars)
         if s.calibrate_costs:
-            from .calibration import calibrate_fits
+            from .calibration import CALIBRATION_IMAGES, calibrate_fits
 
             parallel = s.n_jobs not in (None, 1)
             if parallel:
                 say(f"calibrating the costs on {min(CALIBRATION_IMAGES, len(images))} images served one by one")
             fits = calibrate_fits(fits, images, s.features, matrix, sizes, parallel=parallel, quantile=s.cost_guard,
-                                  count=CALIBRATION_IMAGES, random_state=s.random_state)
+                                  random_state=s.random_state)
 
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)

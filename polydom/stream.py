@@ -210,8 +210,7 @@ class StreamBudget:
         self._spent, self._spent_error, self._served = 0.0, 0.0, 0
         self._credit = 0.0
         self._rng = np.random.default_rng(self.seed)
-        if hasattr(self, "fitted_price_"):
-            self.price_ = self.fitted_price_
+        self.price_ = self.fitted_price_  # an online price starts again from the fitted one
 
     @property
     def spent(self) -> float:

@@ -20,3 +20,24 @@ def subprocess_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+class _CostlyBackend:
+    """A minimal backend whose cheapest option costs something (real indexes start at 0)."""
+
+    domain = (0.0, 10.0)
+    models = {}
+
+    def __init__(self):
+        import polydom
+
+        self.space = polydom.build({"x": [1.0]}, lambda s: 0.5 + 0.1 * len(s)).space
+
+    def options_at(self, size):
+        return [0, 1], [1.0 + size, 2.0 + size], [0.5, 0.6]
+
+
+@pytest.fixture
+def costly_backend():
+    """Planners' and stream budgets' edge cases: every option of every item has a cost."""
+    return _CostlyBackend()

@@ -217,20 +217,7 @@ def test_outside_the_measured_sizes_the_index_policy_applies():
         plan_batch(index, [1.0, 4.0], 10.0)
 
 
-class _Stub:
-    """A minimal backend whose cheapest option costs something (real indexes start at 0)."""
-
-    domain = (0.0, 10.0)
-    models = {}
-
-    def __init__(self):
-        self.space = polydom.build({"x": [1.0]}, lambda s: 0.5 + 0.1 * len(s)).space
-
-    def options_at(self, size):
-        return [0, 1], [1.0 + size, 2.0 + size], [0.5, 0.6]
-
-
-def test_bad_input_is_named():
+def test_bad_input_is_named(costly_backend):
     costs, acc = _tiny(7)
     index = polydom.build(costs, acc.__getitem__, domain=(0.0, 100.0))
     width = option_table(index, [1.0, 2.0]).costs.shape[1]
@@ -259,9 +246,9 @@ def test_bad_input_is_named():
     with pytest.raises(TypeError, match="index must be a polydom index"):
         plan_batch(object(), [1.0], 5.0)
     with pytest.raises(ValueError, match="below the 3.0 the items' cheapest options cost together"):
-        plan_batch(_Stub(), [0.0, 0.0, 0.0], 2.0)
+        plan_batch(costly_backend, [0.0, 0.0, 0.0], 2.0)
     with pytest.raises(ValueError, match="no option of item 1 \\(size 2.0\\) costs at most max_item_budget=2.5"):
-        plan_batch(_Stub(), [1.0, 2.0], 10.0, max_item_budget=2.5)
+        plan_batch(costly_backend, [1.0, 2.0], 10.0, max_item_budget=2.5)
 
 
 def test_exact_refuses_what_it_cannot_hold_and_reports_a_timeout(monkeypatch):

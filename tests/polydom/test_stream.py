@@ -182,23 +182,10 @@ def test_bad_input_is_named():
     assert budget.served == 0
 
 
-class _Stub:
-    """A minimal backend whose cheapest option costs something (real indexes start at 0)."""
-
-    domain = (0.0, 10.0)
-    models = {}
-
-    def __init__(self):
-        self.space = polydom.build({"x": [1.0]}, lambda s: 0.5 + 0.1 * len(s)).space
-
-    def options_at(self, size):
-        return [0, 1], [1.0 + size, 2.0 + size], [0.5, 0.6]
-
-
-def test_an_unreachable_budget_and_an_exhausted_guard_are_named():
+def test_an_unreachable_budget_and_an_exhausted_guard_are_named(costly_backend):
     with pytest.raises(ValueError, match="mean_budget=0.5 is below the mean cost of the cheapest sets"):
-        StreamBudget(_Stub(), 0.5, sizes=[0.0, 1.0])
-    budget = StreamBudget(_Stub(), 3.0, sizes=[0.0], horizon=1)
+        StreamBudget(costly_backend, 0.5, sizes=[0.0, 1.0])
+    budget = StreamBudget(costly_backend, 3.0, sizes=[0.0], horizon=1)
     assert budget.choose(0.0).cost == 2.0
     assert budget.choose(0.0).cost == 1.0  # what is left buys only the cheaper set
     with pytest.raises(RuntimeError, match="the stream's budget is spent: 0.0 remains"):
