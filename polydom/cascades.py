@@ -19,7 +19,8 @@ from polydom.index.poly import horner
 __all__ = ["train_cascades"]
 
 
-def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, mean_cost=None, allowed_loss=0.5):
+def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, mean_cost=None, allowed_loss=0.0,
+                   per_class=False):
     """Cascade thresholds for every servable set of ``index``.
 
     Parameters
@@ -33,12 +34,16 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
     price : float, optional
         Accuracy given up per unit of mean cost (seconds, when costs are seconds).
     target_accuracy, mean_cost : float, optional
-        Instead of a price: the cheapest cascade at this out-of-fold accuracy, or the most
-        accurate at this mean cost (per set).
-    allowed_loss : float, default 0.5
+        Instead of a price: the cheapest cascade at this out-of-fold (assured) accuracy, or the
+        most accurate at this mean cost (per set).
+    allowed_loss : float, default 0.0
         With none of the above: each set's target is its own out-of-fold accuracy minus
-        ``allowed_loss`` standard errors of its score -- stop early only where the data says
-        it costs less accuracy than the noise in the estimate.
+        ``allowed_loss`` (a fraction of the items). At 0 a prefix may answer only where, out of
+        fold, no item it got wrong was one the whole set got right
+        (:mod:`polydom.index.cascade` explains the assured accuracy this counts in).
+    per_class : bool, default False
+        Refine each stage's threshold per predicted class (see :func:`fit_thresholds
+        <polydom.index.cascade.fit_thresholds>`).
 
     Returns
     -------
@@ -63,12 +68,12 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
         coef = set_cost_matrix(index.costs, prefixes)
         costs = np.stack([horner(np.repeat(row[None, :], len(sizes), axis=0), sizes) for row in coef], axis=1)
         if price is not None:
-            fit = fit_thresholds(proba, costs, y, float(price))
+            fit = fit_thresholds(proba, costs, y, float(price), per_class=per_class)
         elif mean_cost is not None:
-            fit = fit_to_target(proba, costs, y, mean_cost=float(mean_cost))
+            fit = fit_to_target(proba, costs, y, mean_cost=float(mean_cost), per_class=per_class)
         else:
             plain = float(np.mean(proba[-1].argmax(axis=1) == y))
-            target = target_accuracy if target_accuracy is not None else plain - allowed_loss * index.std_error.get(mask, 0.0)
-            fit = fit_to_target(proba, costs, y, target_accuracy=float(target))
+            target = target_accuracy if target_accuracy is not None else plain - allowed_loss
+            fit = fit_to_target(proba, costs, y, target_accuracy=float(target), per_class=per_class)
         thresholds[mask] = fit.thresholds
     return Cascades(thresholds, classes.tolist())

@@ -64,9 +64,15 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     cascade : bool, default False
         Learn per-prefix confidence thresholds (out of fold) and stop computing features once a
         prefix's model is sure (``explain`` shows where each image stopped).
-    cascade_loss : float, default 0.5
-        How much out-of-fold accuracy, in standard errors of the set's score, a cascade may give
-        up for the features it saves.
+    cascade_loss : float, default 0.0
+        The out-of-fold accuracy (a fraction of the items) a cascade may give up for the
+        features it saves. A prefix's early answer counts as a loss where it is wrong and the
+        whole set is right, and never as a gain: at 0 the cascade stops early only where no
+        such item was seen out of fold.
+    cascade_per_class : bool, default False
+        One confidence threshold per prefix and predicted class instead of one per prefix. It
+        needs many training items per class: chosen from a few hundred, per-class thresholds
+        fit the noise of the out-of-fold predictions.
     extrapolate : {"warn", "raise", "allow"}, default "warn"
         A prediction for an image outside the timed sizes: warn once, raise, or stay silent.
     scoring : str or callable, default "accuracy"
@@ -160,8 +166,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     _constraints = CONSTRAINTS  # declared in polydom.classifier_params, checked when fit starts
 
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
-                 tolerance=0.0, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.5,
-                 extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
+                 tolerance=0.0, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.0,
+                 cascade_per_class=False, extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
                  calibrate_costs=True, cost_guard=0.95, backend="polydom",
                  lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
                  warm_start=False, n_jobs=None, random_state=None, progress=None):
@@ -177,6 +183,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         self.finalist_repeats = finalist_repeats
         self.cascade = cascade
         self.cascade_loss = cascade_loss
+        self.cascade_per_class = cascade_per_class
         self.extrapolate = extrapolate
         self.scoring = scoring
         self.cost_quantile = cost_quantile

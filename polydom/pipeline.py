@@ -88,6 +88,7 @@ class FitSettings:
     finalist_repeats: int
     cascade: bool
     cascade_loss: float
+    cascade_per_class: bool
     extrapolate: str
     scoring: Any
     cost_quantile: Any
@@ -366,7 +367,8 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     if s.cascade and getattr(index, "chains", None):
         from .cascades import train_cascades
 
-        index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss))
+        index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss,
+                                                                 per_class=s.cascade_per_class))
     # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
     index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
     t3 = time.perf_counter()

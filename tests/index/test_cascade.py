@@ -60,3 +60,32 @@ def test_targets_are_met_by_bisection_on_the_price():
     assert fit.mean_cost <= budget
     with pytest.raises(ValueError, match="exactly one"):
         fit_to_target(proba, costs, y)
+
+
+def test_a_stop_can_lose_an_item_but_never_win_one():
+    """Out of fold, a prefix right where the whole set is wrong must not pay for stops that lose
+    other items: with as many wins as losses, plain accuracy is indifferent to stopping and any
+    price buys the stop; the assured accuracy the fit maximises is not."""
+    n = 200
+    y = np.zeros(n, dtype=int)
+    wins, losses = np.arange(0, 10), np.arange(10, 20)
+    first = np.tile([0.9, 0.1], (n, 1))
+    first[losses] = [0.1, 0.9]  # the prefix is wrong here (and sure of it) ...
+    last = np.tile([0.8, 0.2], (n, 1))
+    last[wins] = [0.2, 0.8]  # ... and the whole set is wrong here
+    costs = np.column_stack([np.ones(n), np.full(n, 10.0)])
+    assert replay(np.zeros((2, 2)), [first, last], costs, y)[0] == replay(np.array([[1.0, 1.0], [0, 0]]), [first, last], costs, y)[0]
+    fit = fit_thresholds([first, last], costs, y, price=1e-4)
+    assert (fit.stops == 1).all() and fit.assured_accuracy == fit.accuracy == pytest.approx(0.95)
+    # A dear enough price does buy the stops: the loss is then worth the saving.
+    dear = fit_thresholds([first, last], costs, y, price=0.01)
+    assert (dear.stops == 0).all() and dear.assured_accuracy == pytest.approx(0.9)
+
+
+def test_one_threshold_per_stage_unless_per_class():
+    proba, costs, y = _data(3, classes=4)
+    shared = fit_thresholds(proba, costs, y, price=0.05)
+    assert (shared.thresholds[:-1] == shared.thresholds[:-1, :1]).all()
+    refined = fit_thresholds(proba, costs, y, price=0.05, per_class=True)
+    check_thresholds(refined.thresholds)
+    assert refined.assured_accuracy - 0.05 * refined.mean_cost >= shared.assured_accuracy - 0.05 * shared.mean_cost

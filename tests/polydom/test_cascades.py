@@ -62,9 +62,9 @@ def test_thresholds_of_one_serve_like_plain_and_of_zero_stop_at_the_first_prefix
 
 def test_trained_cascades_save_cost_without_reading_held_out_data(built, tmp_path):
     X, y, columns, learner, index, sizes = built
-    cascades = train_cascades(index, learner, sizes, allowed_loss=1.0)
+    cascades = train_cascades(index, learner, sizes, allowed_loss=0.05)
     assert cascades.thresholds
-    again = train_cascades(index, learner, sizes, allowed_loss=1.0)  # deterministic
+    again = train_cascades(index, learner, sizes, allowed_loss=0.05)  # deterministic
     assert all(np.array_equal(cascades.thresholds[m], again.thresholds[m]) for m in cascades.thresholds)
     served = index.with_cascades(cascades)
     counts = [len(_serve(served, X, columns, i, 1.0, stop_when_confident=True)[1]) for i in range(60)]
@@ -89,7 +89,7 @@ def test_the_classifier_explains_where_each_image_stopped_and_ignores_held_out_l
     train = groups % 4 != 0
     held = ~train
     params = dict(fast_params, features=["intensity_hist", "thumbnail", "edge_density"], cascade=True,
-                  cascade_loss=2.0, finalist_repeats=0)
+                  cascade_loss=0.1, finalist_repeats=0)
     train_images = [im for im, t in zip(images, train) if t]
 
     def fit(held_labels):
