@@ -251,7 +251,7 @@ class GreedyIndex(CostSensitiveIndex):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1
         sid = sky_seq[j if j > 0 else 0]
-        guards = self.cost_guards()
+        guards = self.cost_guards(size)
         walk_guards = None
         if guarded and any(g != 1.0 for g in guards):
             walk_guards = [guards[self.space.names.index(name)] for name in seq_names[sid]]

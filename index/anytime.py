@@ -127,7 +127,7 @@ def serve_anytime(
     start = clock()
     names = index.space.names
     cost = [curve(size) for curve in index.costs]
-    guards = index.cost_guards() if guarded else (1.0,) * len(index.costs)
+    guards = index.cost_guards(size) if guarded else (1.0,) * len(index.costs)
     need = _Need(cost, guards)
     limit = budget * _SLACK
     position = {m: i for i, m in enumerate(index.candidates)}  # candidate id of a mask, for upgrades

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -98,7 +99,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
                 compute(name)
         return choice.with_cost(clock() - start)
 
-    def cost_guards(self) -> tuple[float, ...]:
+    def cost_guards(self, size: float | None = None) -> tuple[float, ...]:
         """Per feature, in index order, the factor an anytime walk applies to the feature's
         predicted cost before starting it: ``params["cost_guard"]`` (set by the classifier from
         measured / predicted times, see :mod:`polydom.calibration`), 1 for each without.
@@ -106,13 +107,35 @@ class CostSensitiveIndex(StoredIndex, ABC):
         A walk starts a feature only if the time used plus ``guard * predicted cost`` fits the
         budget, so it overruns only when the feature is slower than nearly all its measured
         calls. Lookups and the skyline ignore the guards.
+
+        Parameters
+        ----------
+        size : float, optional
+            The item's size. With per-size guards in the params (``cost_guard_sizes`` and
+            ``cost_guard_by_size``), the guards at the nearest calibrated size, or between two
+            the larger of their guards; without ``size`` (or without them), the guards over all
+            sizes.
         """
-        guards = self.params.get("cost_guard") if hasattr(self, "params") else None
+        params = self.params if hasattr(self, "params") else {}
+        guards = params.get("cost_guard")
         if not guards:
             return (1.0,) * len(self.space)
-        if len(guards) != len(self.space) or not all(math.isfinite(g) and g >= 1.0 for g in guards):
-            raise ValueError(f"params['cost_guard'] must hold one number >= 1 per feature, got {guards!r}")
-        return tuple(float(g) for g in guards)
+        _check_guards(guards, len(self.space), "params['cost_guard']")
+        sizes, rows = params.get("cost_guard_sizes"), params.get("cost_guard_by_size")
+        if size is None or not sizes:
+            return tuple(float(g) for g in guards)
+        if not rows or len(rows) != len(sizes) or list(sizes) != sorted(sizes):
+            raise ValueError("params['cost_guard_by_size'] must hold one row per size of params['cost_guard_sizes'] "
+                             f"(ascending), got {sizes!r} and {rows!r}")
+        at = bisect_left(sizes, size)
+        if at < len(sizes) and sizes[at] == size or at == 0:
+            row = rows[at]
+        elif at == len(sizes):
+            row = rows[-1]
+        else:  # between two calibrated sizes: the larger guard of each feature
+            row = [max(a, b) for a, b in zip(rows[at - 1], rows[at])]
+        _check_guards(row, len(self.space), "params['cost_guard_by_size']")
+        return tuple(float(g) for g in row)
 
     @abstractmethod
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
@@ -256,3 +279,9 @@ class CostSensitiveIndex(StoredIndex, ABC):
     def _summary_details(self) -> dict:
         """Backend-specific entries of :meth:`summary`."""
         return {}
+
+
+def _check_guards(guards, count: int, where: str) -> None:
+    """One finite number >= 1 per feature, or a clear error naming ``where``."""
+    if len(guards) != count or not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 1.0 for g in guards):
+        raise ValueError(f"{where} must hold one number >= 1 per feature, got {guards!r}")

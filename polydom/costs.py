@@ -68,6 +68,9 @@ class CostFit:
     guard : float, default 1.0
         Measured / predicted time that anytime serving reserves before starting the feature
         (the calibration's upper quantile; >= 1).
+    guard_by_size : tuple of (size, guard) pairs, optional
+        The same guard at each size the calibration saw enough calls of, sizes ascending
+        (:func:`polydom.calibration.calibrate_fit`); None: ``guard`` at every size.
     """
 
     name: str
@@ -82,6 +85,7 @@ class CostFit:
     timing_curve: CostCurve | None = None
     overhead: tuple[float, float] | None = None
     guard: float = 1.0
+    guard_by_size: tuple[tuple[float, float], ...] | None = None
 
     @property
     def measured_range(self) -> tuple[float, float]:
@@ -128,6 +132,8 @@ class CostFit:
         if self.timing_curve is not None:
             data.update(timing_coefficients=list(self.timing_curve.coefficients), overhead=list(self.overhead),
                         guard=self.guard)
+        if self.guard_by_size is not None:
+            data["guard_by_size"] = [list(pair) for pair in self.guard_by_size]
         return data
 
     @classmethod
@@ -144,7 +150,9 @@ class CostFit:
                    data["quantile"], array("items", np.int64), array("wall_seconds", np.float64),
                    (float(lo), math.inf if hi is None else float(hi)), array("cold_seconds", np.float64),
                    None if timing is None else CostCurve(timing),
-                   None if overhead is None else tuple(map(float, overhead)), float(data.get("guard", 1.0)))
+                   None if overhead is None else tuple(map(float, overhead)), float(data.get("guard", 1.0)),
+                   None if data.get("guard_by_size") is None
+                   else tuple((float(n), float(g)) for n, g in data["guard_by_size"]))
 
 
 def default_timing_sides(sizes: Sequence[int], count: int = 6) -> tuple[int, ...]:

@@ -371,6 +371,9 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
                                                                  per_class=s.cascade_per_class))
     # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
     index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
+    from .calibration import guard_table
+
+    index.params.update(guard_table({name: fits[name].guard_by_size for name in index.space.names}, index.space.names))
     t3 = time.perf_counter()
     # One warning for all the fits' warnings, pointing at the caller of ``fit``.
     learner.warnings.report(stacklevel=3)

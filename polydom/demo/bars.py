@@ -8,6 +8,8 @@ with a guard buy over worst-case provisioning.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import cells, stats
@@ -100,4 +102,7 @@ def section(r: dict) -> list[str]:
         out.append(table(["budget (ms)", "multi-feature answers (%)", f"{PRIMARY} (ms)", f"{CASCADE} (ms)",
                           "saving (%)", "accuracy gap"], rows))
         out.append("")
+        figure = r.get("figures", {}).get("accuracy_vs_cost")
+        if figure:
+            out.append(f"![accuracy vs mean cost]({os.path.basename(figure)})\n")
     return out

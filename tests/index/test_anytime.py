@@ -249,12 +249,49 @@ def test_guards_leave_lookups_alone(any_index):
 def test_bad_guards_are_refused(any_index):
     with pytest.raises(ValueError, match="cost_guard"):
         guarded(any_index, cheap=0.5).cost_guards()
+    with pytest.raises(ValueError, match="cost_guard_by_size"):
+        by_size(any_index, {1.0: {"cheap": 0.5}}).cost_guards(1.0)
+    with pytest.raises(ValueError, match="cost_guard_by_size"):
+        by_size(any_index, {1.0: {}, 4.0: {}}, rows=1).cost_guards(2.0)
+
+
+def by_size(index, table, rows=None):
+    """``guarded(index, **GUARDS)`` with per-size guards ``{size: {name: guard}}`` (1 where not given)."""
+    out = guarded(index, **GUARDS)
+    sizes = sorted(table)
+    out.params["cost_guard_sizes"] = sizes
+    out.params["cost_guard_by_size"] = [[table[n].get(f, 1.0) for f in index.space.names] for n in sizes][:rows]
+    return out
+
+
+def test_guards_by_size_apply_at_their_size_and_the_larger_between_two(any_index):
+    ix = by_size(any_index, {1.0: {"slow": 1.5}, 4.0: {}})
+    names = ix.space.names
+    assert ix.cost_guards(1.0)[names.index("slow")] == 1.5
+    assert ix.cost_guards(4.0) == (1.0, 1.0, 1.0) == ix.cost_guards(9.0)  # above the last: the last
+    assert ix.cost_guards(2.0) == ix.cost_guards(0.5) == ix.cost_guards(1.0)
+    assert ix.cost_guards() == guarded(any_index, **GUARDS).cost_guards()  # no size: over all sizes
+    # Budget 7 buys every feature unguarded (1 + 2 + 4); slow's guard at size 1 forbids that order.
+    for size, guard in ((1.0, 1.5), (2.0, 1.5), (4.0, 1.0)):
+        clock = RecordingClock({n: c[0] for n, c in COSTS.items()})
+        choice = ix.select(size, 7.0, clock.compute, clock)
+        for name, at in clock.started:
+            assert at + COSTS[name][0] * (guard if name == "slow" else 1.0) <= 7.0 + 1e-12
+        if guard == 1.0:
+            assert choice.features == frozenset(COSTS)
+    without = copy.copy(ix)
+    without.params = {**ix.params, "cost_guard": None}  # guards off: per-size guards are off too
+    assert without.cost_guards(1.0) == (1.0, 1.0, 1.0)
 
 
 def test_guards_survive_storage(any_index, tmp_path):
     ix = guarded(any_index, slow=1.25)
     ix.save(tmp_path / "ix")
     assert polydom.load(tmp_path / "ix").cost_guards() == ix.cost_guards()
+    ix = by_size(any_index, {1.0: {"slow": 1.5}, 4.0: {"cheap": 1.25}})
+    ix.save(tmp_path / "iy")
+    loaded = polydom.load(tmp_path / "iy")
+    assert [loaded.cost_guards(n) for n in (1.0, 2.0, 4.0)] == [ix.cost_guards(n) for n in (1.0, 2.0, 4.0)]
 
 
 def test_the_greedy_walk_applies_each_features_guard():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from polydom.calibration import calibrate_fit, carry_calibration
+from polydom.calibration import GUARD_CALLS_PER_SIZE, calibrate_fit, carry_calibration, guard_table
 from polydom.costs import CostFit
 from polydom.index.costcurve import CostCurve
 from polydom.index.fitting import evaluate_cost_curve
@@ -62,12 +62,37 @@ def test_the_calibration_round_trips_through_json_and_carries_to_new_timings():
     out = calibrate_fit(fit, sizes, seconds)
     back = CostFit.from_json("f", out.to_json())
     assert back.curve == out.curve and back.timing_curve == out.timing_curve
-    assert back.overhead == out.overhead and back.guard == out.guard
+    assert back.overhead == out.overhead and back.guard == out.guard and back.guard_by_size == out.guard_by_size
     # A machine twice as slow: the carried overhead doubles with the intrinsic cost.
     slower = timing_fit((2e-4, 4e-8))
     carried = carry_calibration(out, slower)
     assert carried.guard == out.guard and carried.timing_curve == slower.curve
+    assert carried.guard_by_size == out.guard_by_size
     assert carried.overhead[0] == pytest.approx(2 * out.overhead[0])
+
+
+def test_each_size_with_enough_calls_gets_the_guard_its_own_tail_needs():
+    fit = timing_fit()
+    sizes, seconds = serving_calls(fit, 5e-5, 0.05)
+    small = sizes == 100
+    seconds[small] *= np.random.default_rng(1).lognormal(0.0, 0.3, small.sum())  # the smallest size jitters most
+    out = calibrate_fit(fit, sizes, seconds, quantile=0.95)
+    guards = dict(out.guard_by_size)
+    assert sorted(guards) == [100.0, 900.0, 2500.0, 6400.0]
+    assert guards[100.0] > out.guard > guards[6400.0] >= 1.0
+    predicted = evaluate_cost_curve(out.curve.coefficients, sizes)
+    # The guard over all sizes leaves the smallest size's tail uncovered; its own covers it.
+    assert np.mean(seconds[small] > out.guard * predicted[small]) > 0.1
+    assert np.mean(seconds[small] > guards[100.0] * predicted[small]) <= 0.06  # a 95th percentile of 250 calls
+    # A size with too few calls gets no guard of its own.
+    few = np.r_[sizes, np.full(GUARD_CALLS_PER_SIZE - 1, 20000.0)]
+    more = np.r_[seconds, np.full(GUARD_CALLS_PER_SIZE - 1, 1e-3)]
+    assert 20000.0 not in dict(calibrate_fit(fit, few, more).guard_by_size)
+    # In index params: one row per size, features in index order, a missing size at its largest guard.
+    table = guard_table({"f": out.guard_by_size, "g": ((900.0, 1.2),), "h": None}, ["h", "f", "g"])
+    assert table["cost_guard_sizes"] == [100.0, 900.0, 2500.0, 6400.0]
+    assert table["cost_guard_by_size"][0] == [1.0, guards[100.0], 1.2]
+    assert table["cost_guard_by_size"][1] == [1.0, guards[900.0], 1.2]
 
 
 def test_with_cpu_times_the_guard_ignores_preemptions_that_only_wall_times_carry():

@@ -44,7 +44,7 @@ def test_demo_writes_the_report_plots_and_index(demo_out):
     assert "NaiveExpandAll" in report and "identically: **yes**" in report
     assert "lean labels identical to scikit-learn's: **yes**" in report
     for png in ("cost_curves", "accuracy_vs_budget", "features_by_size", "violations_by_size", "accuracy_by_size",
-                "expansions"):
+                "expansions", "accuracy_vs_cost"):
         path = demo_out / f"{png}.png"
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
         assert f"]({png}.png)" in report
