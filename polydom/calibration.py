@@ -18,7 +18,7 @@ those times into:
   on the relative scale. Adding a non-negative, non-decreasing polynomial keeps the curve
   non-negative and non-decreasing, so the sweep stays exact; the curve's shape over the timed
   sizes still comes from the reproducible timing pass.
-* a **guard**: how much longer than its curve a call may take, at the ``quantile`` (0.95 by
+* a **guard**: how much longer than its curve a call may take, at the ``quantile`` (0.98 by
   default) of the training calls, at least 1. It is taken on the computing thread's CPU clock,
   relative to the median: the spread of the feature's own work (its data, the caches). Wall
   times carry another process's preemptions -- milliseconds that land on any call, however
@@ -46,11 +46,11 @@ from polydom.index.fitting import evaluate_cost_curve
 
 __all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "GUARD_CALLS_PER_SIZE", "calibrate_fit", "guard_table", "calibrate_fits", "carry_calibration"]
 
-#: Calls a size needs before it gets a guard of its own (a 95th percentile of fewer is noise).
-GUARD_CALLS_PER_SIZE = 40
+#: Calls a size needs before it gets a guard of its own (a 98th percentile of fewer is noise).
+GUARD_CALLS_PER_SIZE = 50
 
 #: The share of training calls a guarded start covers.
-DEFAULT_GUARD_QUANTILE = 0.95
+DEFAULT_GUARD_QUANTILE = 0.98
 #: Training images computed again one by one after a parallel extraction (:func:`calibrate_fits`).
 CALIBRATION_IMAGES = 160
 

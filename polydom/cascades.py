@@ -4,7 +4,7 @@ For every servable set with a chain of two or more prefixes, each prefix's winni
 out-of-fold class probabilities on the training items (the folds that scored the sets, so the
 data that scores a model never trained it), each item's cost of stopping at each prefix is the
 prefix's predicted cost at the item's own size, and :mod:`polydom.index.cascade` learns the
-per-stage, per-class thresholds. Held-out data is never read here.
+thresholds (one per stage, or per stage and predicted class). Held-out data is never read here.
 """
 
 from __future__ import annotations

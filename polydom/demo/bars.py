@@ -68,6 +68,12 @@ def section(r: dict) -> list[str]:
     if anytime:
         out.append("**Anytime serving.** " + " ".join(
             _cells_line(cells.versus(grids, PRIMARY, [n], sizes, pictures), n).strip() for n in anytime) + "\n")
+        # The same comparison for a caller with a hard deadline: an answer that overran is none.
+        on_time = {n: grids[n].on_time() for n in [PRIMARY] + anytime}
+        out.append("**On time.** Counting every answer whose measured extraction time overran its budget as wrong "
+                   "(a caller with a hard deadline gets no answer): " + " ".join(
+                       _cells_line(cells.versus(on_time, PRIMARY, [n], sizes, pictures), n).strip() for n in anytime)
+                   + "\n")
     shown = [n for n in (PRIMARY, PLAIN, "GreedyCost", CASCADE, WORST_CASE) if n in grids]
     rows = []
     for n in shown:

@@ -19,6 +19,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +56,12 @@ class GridResult:
     def accuracy(self) -> np.ndarray:
         """Accuracy per budget."""
         return self.correct.mean(axis=1)
+
+    def on_time(self) -> "GridResult":
+        """These answers with every one whose measured time exceeded its budget counted wrong: the
+        accuracy a caller with a hard deadline gets, since an answer after it is none."""
+        late = self.measured > self.budgets[:, None]
+        return dataclasses.replace(self, correct=self.correct & ~late)
 
     def violations(self) -> np.ndarray:
         """Share of items whose measured extraction time exceeded the budget, per budget."""

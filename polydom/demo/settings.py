@@ -41,7 +41,7 @@ BACKENDS = (
                   "calibrate_costs": False, "cost_guard": None}),
 )
 #: What every fit starts from before its own parameters (a fit must not inherit the last one's).
-BASE_PARAMS = {"cascade": False, "cost_quantile": 0.5, "calibrate_costs": True, "cost_guard": 0.95}
+BASE_PARAMS = {"cascade": False, "cost_quantile": 0.5, "calibrate_costs": True, "cost_guard": 0.98}
 #: :data:`PRIMARY` served the plain way: look the set up, then compute all of it (no anytime walk).
 PLAIN = "PolyDom α=1 plain"
 #: How each backend is served on the held-out grid (default: its index's anytime ``select``).

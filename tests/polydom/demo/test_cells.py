@@ -44,6 +44,12 @@ def test_violations_and_cost_saving_per_cell():
     g = grid(np.ones((2, 12)), measured)
     v = cells.violations(g, SIZES)
     assert v[(100.0, 1.0)] == 0.5 and v[(400.0, 1.0)] == 0.0 and v[(100.0, 2.0)] == 0.0
+    # On time: the three late answers count wrong, and a rival that was right on time wins there.
+    late = g.on_time()
+    assert late.correct[0, :3].sum() == 0 and late.correct.sum() == 24 - 3 and g.correct.all()
+    found = cells.versus({"late": late, "punctual": grid(np.ones((2, 12)), np.zeros((2, 12))).on_time()},
+                         "late", ["punctual"], SIZES, PICTURES)
+    assert [(c.size, c.budget) for c in found if not c.within(1.0)] == [(100.0, 1.0)]
     cheap = grid(np.ones((2, 12)), np.full((2, 12), 0.25), n_features=np.ones((2, 12)))
     rows = cells.cost_saving({"cheap": cheap, "g": g}, "cheap", "g", PICTURES)
     assert rows[1]["saving"] == pytest.approx(0.5) and rows[1]["gap"].value == 0.0

@@ -58,7 +58,7 @@ def test_the_report_judges_the_primary_cell_by_cell(demo_out):
     assert re.search(r"within one standard error of the best of .* in \*\*\d+ of \d+\*\* cells", cells)
     for backend in (settings.PRIMARY, settings.PLAIN, "GreedyCost", settings.CASCADE, settings.WORST_CASE):
         assert f"| {backend} |" in cells, backend
-    assert "Confidence cascades" in cells and "worst-case provisioning" in cells
+    assert "Confidence cascades" in cells and "worst-case provisioning" in cells and "**On time.**" in cells
 
 
 def _section(report: str, title: str) -> str:
