@@ -18,17 +18,22 @@ those times into:
   on the relative scale. Adding a non-negative, non-decreasing polynomial keeps the curve
   non-negative and non-decreasing, so the sweep stays exact; the curve's shape over the timed
   sizes still comes from the reproducible timing pass.
-* a **guard**: how much longer than its curve a call may take, at the ``quantile`` (0.98 by
-  default) of the training calls, at least 1. It is taken on the computing thread's CPU clock,
-  relative to the median: the spread of the feature's own work (its data, the caches). Wall
-  times carry another process's preemptions -- milliseconds that land on any call, however
-  cheap -- and on a busy machine their tail made guards of 10 to 70 that refused every cheap
-  feature; no guard on one feature can keep those out of a budget. Anytime serving starts a
-  feature only when the time used plus ``guard`` times its predicted cost fits the budget.
-  The guard is kept per training size too (all relative to the median over every size): on the
-  demo's held-out digits the 95th percentile of measured / predicted time was 2.2 for
-  intensity_hist at 28x28 and 1.3-1.4 from 50x50 up, so one guard for all sizes overran the
-  budget in up to 11% (digits) and 50% (Fashion-MNIST) of a small size's answers.
+* a **guard**: how much longer than its curve a serving call may take, at the ``quantile``
+  (0.98 by default), at least 1. It is the product of two measurements. Where serving-like
+  calls sit against the curve: the median of their wall time over the curve (at least 1 where
+  the overhead could raise the curve to it, below 1 where the timing pass ran high). And the
+  spread of the tail: the ``quantile`` over the median of the computing thread's CPU time over
+  the curve, from every training call -- the spread of the feature's own work (its data, the
+  caches). Wall times carry another process's preemptions -- milliseconds that land on any
+  call, however cheap -- and on a busy machine their tail made guards of 10 to 70 that refused
+  every cheap feature; no guard on one feature can keep those out of a budget. Anytime serving
+  starts a feature only when the time used plus ``guard`` times its predicted cost fits the
+  budget.
+  Both are also taken per training size: on the demo's held-out digits the 95th percentile of
+  measured / predicted time was 2.2 for intensity_hist at 28x28 and 1.3-1.4 from 50x50 up, and
+  fft_bands' curve runs low at some sizes and high at others (its cost depends on the side's
+  factors, not only on ``n``), so one guard for all sizes overran the budget in up to 11%
+  (digits) and 50% (Fashion-MNIST) of a small size's answers.
 
 Lookups, the skyline and the planners use the calibrated (median) curves; only the decision to
 start one more feature uses the guard.
@@ -48,6 +53,9 @@ __all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "GUARD_CALLS_PER_SIZE
 
 #: Calls a size needs before it gets a guard of its own (a 98th percentile of fewer is noise).
 GUARD_CALLS_PER_SIZE = 50
+
+#: Serving-like calls a size needs before their median places its guard (else the median over all).
+SAMPLE_CALLS_PER_SIZE = 8
 
 #: The share of training calls a guarded start covers.
 DEFAULT_GUARD_QUANTILE = 0.98
@@ -118,30 +126,41 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     curve = timing_curve + CostCurve(overhead)
     guard, by_size = 1.0, []
     if quantile is not None:
-        if spread is not None:
-            sizes, cpu = (np.asarray(a, dtype=np.float64) for a in spread)
-            keep = np.isfinite(cpu) & (cpu > 0) & np.isfinite(sizes)
-            sizes, cpu = sizes[keep], cpu[keep]
-        predicted = np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
-        if cpu is None:
-            ratio, scale = seconds / predicted, 1.0
-        else:
-            ratio = cpu / predicted
-            scale = float(np.median(ratio))
-        guard = _guard(ratio, quantile, scale)
-        for n in np.unique(sizes):
-            at = sizes == n
-            if at.sum() >= GUARD_CALLS_PER_SIZE:
-                # Relative to the median over all sizes: where the curve runs low (the smallest
-                # sizes, where a call's fixed overhead dominates) the guard says so.
-                by_size.append((float(n), _guard(ratio[at], quantile, scale)))
+        guard, by_size = _guards(curve, sizes, seconds, cpu, spread, quantile)
     return dataclasses.replace(fit, curve=curve, timing_curve=timing_curve, overhead=tuple(map(float, overhead)),
                                guard=guard, guard_by_size=tuple(by_size) or None)
 
 
-def _guard(ratio: np.ndarray, quantile: float, scale: float) -> float:
-    """The ``quantile`` of measured / predicted cost over ``scale``, at least 1 (1 if undefined)."""
-    guard = float(np.quantile(ratio, quantile)) / scale
+def _guards(curve, sizes, seconds, cpu, spread, quantile: float):
+    """The guard over all calls and per size: where serving-like calls sit against ``curve``
+    (the median of wall time over curve, at that size when the sample has
+    :data:`SAMPLE_CALLS_PER_SIZE` calls there) times the spread of the tail (the ``quantile``
+    over the median of CPU time over curve, from ``spread`` when given). With wall times only,
+    that product is their own ``quantile``."""
+    served = seconds / np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
+    if spread is not None:
+        tail_sizes, tail = (np.asarray(a, dtype=np.float64) for a in spread)
+        keep = np.isfinite(tail) & (tail > 0) & np.isfinite(tail_sizes)
+        tail_sizes, tail = tail_sizes[keep], tail[keep]
+    else:
+        tail_sizes, tail = sizes, (cpu if cpu is not None else seconds)
+    ratio = tail / np.maximum(evaluate_cost_curve(curve.coefficients, tail_sizes), 1e-12)
+    if not len(ratio):
+        return 1.0, []
+
+    def position(at_size=None):
+        at = sizes == at_size if at_size is not None else np.ones(len(sizes), dtype=bool)
+        return float(np.median(served[at] if at.sum() >= SAMPLE_CALLS_PER_SIZE else served))
+
+    guard = _guard(ratio, quantile, position())
+    by_size = [(float(n), _guard(ratio[tail_sizes == n], quantile, position(n)))
+               for n in np.unique(tail_sizes) if np.sum(tail_sizes == n) >= GUARD_CALLS_PER_SIZE]
+    return guard, by_size
+
+
+def _guard(ratio: np.ndarray, quantile: float, position: float) -> float:
+    """``position`` times the ``quantile`` of ``ratio`` over its median, at least 1 (1 if undefined)."""
+    guard = position * float(np.quantile(ratio, quantile)) / float(np.median(ratio))
     return max(1.0, guard) if math.isfinite(guard) else 1.0
 
 
