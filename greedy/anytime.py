@@ -55,6 +55,7 @@ def walk_measured(
     compute: Callable[[str], object],
     clock: Callable[[], float],
     guards: Sequence[float] | None = None,
+    observe: Callable[[int, float], None] | None = None,
 ) -> tuple[int, float]:
     """Compute features in walk order, each only if the time used so far plus its predicted cost
     at ``size`` still fits ``budget``.
@@ -72,6 +73,9 @@ def walk_measured(
     guards : sequence of float, optional
         Per feature of ``names``, the factor applied to its predicted cost before starting it
         (see ``CostSensitiveIndex.cost_guards``); default 1 each.
+    observe : callable, optional
+        ``observe(k, seconds)`` after the ``k``-th feature of ``names`` was computed, with the
+        time it took on ``clock``.
 
     Returns
     -------
@@ -99,6 +103,8 @@ def walk_measured(
         if elapsed + c > budget:
             break
         compute(name)
-        elapsed = clock() - start
+        before, elapsed = elapsed, clock() - start
+        if observe is not None:
+            observe(k, elapsed - before)
         length += 1
     return length, elapsed

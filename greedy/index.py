@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
+from polydom.index.poly import horner_scalar
 from polydom.index.protocol import CostSensitiveIndex
 from polydom.lattice import FeatureSpace
 
@@ -218,6 +219,7 @@ class GreedyIndex(CostSensitiveIndex):
         clock: Callable[[], float] = time.perf_counter,
         *,
         guarded: bool = True,
+        serving_guards=None,
     ) -> Choice:
         """Measured mode: compute the chosen sequence's features for real, one at a time.
 
@@ -236,6 +238,11 @@ class GreedyIndex(CostSensitiveIndex):
             yourself (the return value is ignored).
         clock : callable, default time.perf_counter
             ``clock() -> float``, read once at the start and once after each feature.
+        guarded : bool, default True
+            Apply the cost guards.
+        serving_guards : ServingGuards, optional
+            With ``guarded``: guards learned from earlier walks' measured times
+            (:mod:`polydom.index.servingguards`), which this walk's times then join.
 
         Returns
         -------
@@ -251,11 +258,20 @@ class GreedyIndex(CostSensitiveIndex):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1
         sid = sky_seq[j if j > 0 else 0]
-        guards = self.cost_guards(size)
-        walk_guards = None
+        learn = serving_guards if guarded else None
+        guards = learn.guards(size) if learn is not None else self.cost_guards(size)
+        walk_guards, observe = None, None
         if guarded and any(g != 1.0 for g in guards):
             walk_guards = [guards[self.space.names.index(name)] for name in seq_names[sid]]
-        length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock, walk_guards)
+        if learn is not None:
+            positions = [self.space.names.index(name) for name in seq_names[sid]]
+            horners = seq_horner[sid]
+
+            def observe(k, seconds):
+                learn.observe(positions[k], size, horner_scalar(horners[k], size), seconds)
+
+        length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock, walk_guards,
+                                        observe)
         features, accuracy, key = seq_prefix[sid][length]
         return Choice(features, accuracy, float(elapsed), key, models)
 

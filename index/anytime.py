@@ -97,6 +97,7 @@ def serve_anytime(
     *,
     stop_when_confident: bool = False,
     guarded: bool = True,
+    serving_guards=None,
 ):
     """Serve ``(size, budget)`` on ``clock``; see the module docstring for the rules.
 
@@ -116,6 +117,9 @@ def serve_anytime(
         (:class:`~polydom.index.cascade.Cascades`).
     guarded : bool, default True
         Apply the index's cost guards to the decision to start a feature (and to upgrades).
+    serving_guards : ServingGuards, optional
+        With ``guarded``: take the guards from it (learned from earlier walks' measured times,
+        :mod:`polydom.index.servingguards`) and record this walk's times in it.
 
     Returns
     -------
@@ -127,7 +131,11 @@ def serve_anytime(
     start = clock()
     names = index.space.names
     cost = [curve(size) for curve in index.costs]
-    guards = index.cost_guards(size) if guarded else (1.0,) * len(index.costs)
+    learn = serving_guards if guarded else None
+    if learn is not None:
+        guards = learn.guards(size)
+    else:
+        guards = index.cost_guards(size) if guarded else (1.0,) * len(index.costs)
     need = _Need(cost, guards)
     limit = budget * _SLACK
     position = {m: i for i, m in enumerate(index.candidates)}  # candidate id of a mask, for upgrades
@@ -158,7 +166,9 @@ def serve_anytime(
             continue
         values[nxt] = compute(names[nxt])
         computed |= 1 << nxt
-        elapsed = clock() - start
+        before, elapsed = elapsed, clock() - start
+        if learn is not None:
+            learn.observe(nxt, size, cost[nxt], elapsed - before)
         steps.append(("compute", names[nxt]))
         served = _best_computed(index, computed, served)
         if stop_when_confident:

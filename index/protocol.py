@@ -76,12 +76,15 @@ class CostSensitiveIndex(StoredIndex, ABC):
         clock: Callable[[], float] = time.perf_counter,
         *,
         guarded: bool = True,
+        serving_guards=None,
     ) -> Choice:
         """Compute a set's features for real, one by one, and return the set served.
 
         The base rule looks up the set for ``(size, budget)`` and computes its features in index
         order; backends with an anytime rule override it (``guarded=False``: ignore
-        :meth:`cost_guards` when deciding to start a feature). ``compute(name)`` is called at most
+        :meth:`cost_guards` when deciding to start a feature; ``serving_guards``: take the guards
+        from a :class:`~polydom.index.servingguards.ServingGuards` and record the walk's measured
+        times in it -- the base rule starts no feature conditionally and ignores both). ``compute(name)`` is called at most
         once per feature (keep its values yourself); ``clock`` is read before the first feature
         and after each.
 

@@ -169,7 +169,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return self.explored
 
     def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-               guarded=True) -> Choice:
+               guarded=True, serving_guards=None) -> Choice:
         """Serve on a real clock, anytime: fall back to a computed prefix, upgrade when time is left.
 
         Computes the looked-up set's features one by one in its chain's order; before each, the
@@ -181,7 +181,9 @@ class PolyDomIndex(CostSensitiveIndex):
         ``stop_when_confident``, the cascade's thresholds may stop the walk at a prefix whose
         model is sure (``compute`` must then return each feature's vector). ``guarded=False``
         ignores the cost guards (:meth:`cost_guards`), as a batch sharing one total does: its
-        items' overruns are booked and re-planned, not prevented one by one.
+        items' overruns are booked and re-planned, not prevented one by one. ``serving_guards``
+        (a :class:`~polydom.index.servingguards.ServingGuards`) supplies guards learned from
+        earlier walks and records this one's measured times.
 
         Returns
         -------
@@ -189,10 +191,10 @@ class PolyDomIndex(CostSensitiveIndex):
             Its ``cost`` is the measured time on ``clock``.
         """
         return self.select_steps(size, budget, compute, clock, stop_when_confident=stop_when_confident,
-                                 guarded=guarded)[0]
+                                 guarded=guarded, serving_guards=serving_guards)[0]
 
     def select_steps(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-                     guarded=True):
+                     guarded=True, serving_guards=None):
         """:meth:`select`, with what happened: ``(choice, steps)``, the steps as
         ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` (the next feature did not
         fit) and ``("confident", mask)`` (the cascade stopped), in order."""
@@ -206,6 +208,7 @@ class PolyDomIndex(CostSensitiveIndex):
         check_query(size, budget, self.domain)
         mask, elapsed, steps = serve_anytime(
             self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
+            serving_guards=serving_guards,
         )
         return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models), steps
 

@@ -19,6 +19,8 @@ import numpy as np
 
 from polydom.featurizers import Feature, validate_image
 
+from polydom.index.servingguards import ServingGuards
+
 from .lean import lean_model
 
 __all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner"]
@@ -144,6 +146,8 @@ class ServingPlanner:
         self._models = index.models
         # Stop buying features once a prefix's model is sure (only where thresholds were trained).
         self.cascade = bool(cascade) and bool(getattr(index, "cascades", None))
+        # Guards that follow this process's measured feature times (polydom.index.servingguards).
+        self.serving_guards = ServingGuards(index)
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
@@ -189,6 +193,8 @@ class ServingPlanner:
         options = {"stop_when_confident": True} if self.cascade else {}
         if not guarded:
             options["guarded"] = False
+        else:
+            options["serving_guards"] = self.serving_guards
         with_steps = getattr(self.index, "select_steps", None)
         if with_steps is not None:
             choice, steps = with_steps(size, budget, compute, **options)

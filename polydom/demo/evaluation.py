@@ -74,9 +74,11 @@ MODES = ("select", "cascade", "plain")
 
 
 def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float,
-                     row: np.ndarray | None = None, columns: dict | None = None, mode: str = "select"):
+                     row: np.ndarray | None = None, columns: dict | None = None, mode: str = "select",
+                     serving_guards=None):
     """Serve one item with a clock replaying its recorded feature times (``seconds``); ``compute``
-    hands back the item's recorded feature vector (from ``row``) for models that read it."""
+    hands back the item's recorded feature vector (from ``row``) for models that read it.
+    ``serving_guards`` learns from the replayed times as serving learns from real ones."""
     from polydom.index.protocol import CostSensitiveIndex
 
     now = [0.0]
@@ -89,7 +91,7 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
     if mode == "plain":
         return CostSensitiveIndex.select(index, size, min(budget, _FLOAT_MAX), compute, clock)
     options = {"stop_when_confident": True} if mode == "cascade" else {}
-    return index.select(size, min(budget, _FLOAT_MAX), compute, clock, **options)
+    return index.select(size, min(budget, _FLOAT_MAX), compute, clock, serving_guards=serving_guards, **options)
 
 
 def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float],
@@ -133,7 +135,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget),
-                                      X[i], columns, mode)
+                                      X[i], columns, mode, planner.serving_guards)
             keys[i], measured[b, i] = choice.key, choice.cost
         served[b] = keys
         for key in np.unique(keys):

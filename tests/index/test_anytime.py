@@ -300,3 +300,41 @@ def test_the_greedy_walk_applies_each_features_guard():
     assert walk_measured(names, horners, 1.0, 7.0, lambda f: None, lambda: next(ticks)) == (3, 7.0)
     ticks = iter([0.0, 1.0, 3.0, 7.0])
     assert walk_measured(names, horners, 1.0, 7.0, lambda f: None, lambda: next(ticks), [1.0, 1.0, 1.01]) == (2, 3.0)
+
+
+# ------------------------------------------------------------------ guards learned while serving
+
+
+def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_fits(any_index):
+    from polydom.index.servingguards import ServingGuards
+
+    learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, refresh=4)
+    slow = any_index.space.names.index("slow")
+    assert learn.guards(1.0) == any_index.cost_guards(1.0)
+    # The machine now takes twice the curve for slow: the walks' own clock says so.
+    twice = {"cheap": 1.0, "mid": 2.0, "slow": 8.0}
+    served = []
+    for _ in range(12):
+        clock = RecordingClock(twice)
+        served.append(any_index.select(1.0, 7.0, clock.compute, clock, serving_guards=learn))
+    learn.check()
+    assert learn.guards(1.0)[slow] == pytest.approx(2.0)
+    assert learn.guards(1000.0) == any_index.cost_guards(1000.0)  # another size band: still the fit's
+    assert served[0].cost > 7.0  # the fit's guard (1) let slow start and overrun ...
+    clock = RecordingClock(twice)
+    later = any_index.select(1.0, 7.0, clock.compute, clock, serving_guards=learn)
+    assert later.cost <= 7.0 and "slow" not in clock.computed  # ... the learned one does not
+    # Unguarded walks neither use nor feed it.
+    before = learn.guards(1.0)
+    clock = ScriptedClock({"cheap": 1.0, "mid": 2.0, "slow": 40.0})
+    any_index.select(1.0, 7.0, clock.compute, clock, guarded=False, serving_guards=learn)
+    assert learn.guards(1.0) == before
+
+
+def test_serving_guards_refuse_bad_settings(any_index):
+    from polydom.index.servingguards import ServingGuards
+
+    with pytest.raises(ValueError, match="quantile"):
+        ServingGuards(any_index, quantile=0.2)
+    with pytest.raises(ValueError, match="min_calls"):
+        ServingGuards(any_index, window=4, min_calls=5)

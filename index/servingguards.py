@@ -1,0 +1,98 @@
+"""Cost guards learned from the serving clock.
+
+An index's guards (:meth:`CostSensitiveIndex.cost_guards`) come from calls measured at fit time.
+A request meets the machine as it is now: on the demo, the median held-out call of a cheap
+feature at the smallest size took 1.2 to 1.65 times its curve where the fit-time sample said
+1.1 to 1.2, and a guard taken then let such features start at the edge of a budget they then
+overran. Every anytime walk measures each feature it computes, so serving can keep the guard
+itself: per feature and size band, the ``quantile`` of measured / predicted time over the last
+``window`` calls. Until a band has ``min_calls`` calls, the index's own guard stands.
+
+Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
+from at least ``min_calls`` and at most ``window`` recorded ratios of its band.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+
+import numpy as np
+
+__all__ = ["ServingGuards"]
+
+
+class ServingGuards:
+    """Guards that follow the measured times of the features a walk computes.
+
+    Parameters
+    ----------
+    index : CostSensitiveIndex
+        Whose ``cost_guards(size)`` stand where too few calls were seen.
+    quantile : float, default 0.98
+        The share of recent calls a guarded start covers.
+    window : int, default 256
+        Recent calls kept per feature and size band.
+    min_calls : int, default 50
+        Calls a band needs before its learned guard replaces the index's.
+    refresh : int, default 16
+        A band's guard is recomputed every ``refresh`` calls (a quantile per request would cost
+        more than a cheap feature).
+
+    Notes
+    -----
+    A size band is half an octave of the item size ``n``: sizes within a factor of about 1.4 of
+    each other share their guards. Safe to share between threads (one lock around the record).
+    """
+
+    def __init__(self, index, *, quantile: float = 0.98, window: int = 256, min_calls: int = 50, refresh: int = 16):
+        if not 0.5 <= quantile <= 1.0:
+            raise ValueError(f"quantile must lie in [0.5, 1], got {quantile!r}")
+        if not 1 <= min_calls <= window:
+            raise ValueError(f"need 1 <= min_calls <= window, got min_calls={min_calls!r}, window={window!r}")
+        self.index = index
+        self.quantile = float(quantile)
+        self.window = int(window)
+        self.min_calls = int(min_calls)
+        self.refresh = max(1, int(refresh))
+        self._ratios: dict[tuple[int, int], deque] = {}
+        self._learned: dict[tuple[int, int], float] = {}
+        self._calls: dict[tuple[int, int], int] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def band(size: float) -> int:
+        """The half-octave of ``size`` its guards belong to."""
+        return int(round(2.0 * math.log2(max(float(size), 1.0))))
+
+    def guards(self, size: float) -> tuple[float, ...]:
+        """Per feature, in index order: the learned guard of ``size``'s band where there is one,
+        else the index's guard at ``size``."""
+        base = self.index.cost_guards(size)
+        if not self._learned:
+            return base
+        band = self.band(size)
+        learned = self._learned
+        return tuple(learned.get((i, band), g) for i, g in enumerate(base))
+
+    def observe(self, feature: int, size: float, predicted: float, measured: float) -> None:
+        """Record that feature ``feature`` (index order) took ``measured`` seconds at ``size``
+        where its curve predicted ``predicted``."""
+        if not (predicted > 0.0 and math.isfinite(measured) and measured >= 0.0):
+            return
+        key = (int(feature), self.band(size))
+        with self._lock:
+            ratios = self._ratios.get(key)
+            if ratios is None:
+                ratios = self._ratios[key] = deque(maxlen=self.window)
+            ratios.append(measured / predicted)
+            calls = self._calls[key] = self._calls.get(key, 0) + 1
+            if calls >= self.min_calls and (calls - self.min_calls) % self.refresh == 0:
+                self._learned[key] = max(1.0, float(np.quantile(np.fromiter(ratios, float), self.quantile)))
+
+    def check(self) -> None:
+        """Assert the module's invariant."""
+        for key, guard in self._learned.items():
+            assert guard >= 1.0, (key, guard)
+            assert self.min_calls <= len(self._ratios[key]) <= self.window, key
