@@ -76,6 +76,11 @@ class ServingGuards:
         learned = self._learned
         return tuple(learned.get((i, band), g) for i, g in enumerate(base))
 
+    def seen(self, size: float) -> tuple[int, ...]:
+        """Per feature, in index order: the calls recorded in ``size``'s band."""
+        band = self.band(size)
+        return tuple(self._calls.get((i, band), 0) for i in range(len(self.index.space)))
+
     def observe(self, feature: int, size: float, predicted: float, measured: float) -> None:
         """Record that feature ``feature`` (index order) took ``measured`` seconds at ``size``
         where its curve predicted ``predicted``."""

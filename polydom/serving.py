@@ -21,6 +21,7 @@ from polydom.featurizers import Feature, validate_image
 
 from polydom.index.servingguards import ServingGuards
 
+from .calibration import DEFAULT_GUARD_QUANTILE
 from .lean import lean_model
 
 __all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner"]
@@ -146,8 +147,11 @@ class ServingPlanner:
         self._models = index.models
         # Stop buying features once a prefix's model is sure (only where thresholds were trained).
         self.cascade = bool(cascade) and bool(getattr(index, "cascades", None))
-        # Guards that follow this process's measured feature times (polydom.index.servingguards).
-        self.serving_guards = ServingGuards(index)
+        # Guards that follow this process's measured feature times (polydom.index.servingguards),
+        # at the quantile the fit's guards were taken at; none where the index has no guards.
+        params = getattr(index, "params", None) or {}
+        quantile = params.get("cost_guard_quantile", DEFAULT_GUARD_QUANTILE) if params.get("cost_guard") else None
+        self.serving_guards = None if quantile is None else ServingGuards(index, quantile=float(quantile))
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
@@ -193,7 +197,7 @@ class ServingPlanner:
         options = {"stop_when_confident": True} if self.cascade else {}
         if not guarded:
             options["guarded"] = False
-        else:
+        elif self.serving_guards is not None:
             options["serving_guards"] = self.serving_guards
         with_steps = getattr(self.index, "select_steps", None)
         if with_steps is not None:

@@ -61,3 +61,17 @@ def test_a_refreshed_index_gets_fresh_plans(index, features, tmp_path):
     assert loaded.refresh()
     new = planner.plan(loaded.lookup(256.0, 1.0).key)
     assert new is not old and new.model is not old.model
+
+
+def test_serving_learns_guards_only_where_the_index_has_them(index, features):
+    assert ServingPlanner(index, features).serving_guards is None  # built without guards
+    index.params = {**index.params, "cost_guard": [1.2, 1.1], "cost_guard_quantile": 0.9}
+    planner = ServingPlanner(index, features)
+    assert planner.serving_guards.quantile == 0.9 and planner.serving_guards.guards(64.0) == (1.2, 1.1)
+    image = load_digits_images(sides=(16,), n_per_class=1, random_state=0)[0][0]
+    for i in range(60):  # every served feature's time joins the record
+        planner.serve(image, i, 1.0)
+    planner.serving_guards.check()
+    assert sum(planner.serving_guards.seen(256.0)) >= 60 and planner.serving_guards.seen(1e6) == (0, 0)
+    index.params = {**index.params, "cost_guard_quantile": None}  # fitted with cost_guard=None
+    assert ServingPlanner(index, features).serving_guards is None
