@@ -41,6 +41,7 @@ CONSTRAINTS = {
     "cost_degree": [Integer(low=0)],
     "calibrate_costs": [Boolean()],
     "cost_guard": [Real(0.5, 1.0), NoneValue()],
+    "learn_guards": [Boolean()],
     "backend": [Options(buildable())],
     "lambdas": [NoneValue(), SequenceOf("numbers")],
     "timing_sides": [NoneValue(), SequenceOf("integers >= 8", Integer(low=8))],

@@ -95,6 +95,7 @@ class FitSettings:
     cost_degree: int
     calibrate_costs: bool
     cost_guard: Any
+    learn_guards: bool
     backend: str
     lambdas: Any
     timing_sides: Any
@@ -371,7 +372,8 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
                                                                  per_class=s.cascade_per_class))
     # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
     index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
-    index.params["cost_guard_quantile"] = s.cost_guard  # serving learns its guards at the same quantile
+    # Serving learns its guards at the same quantile, unless told not to.
+    index.params["cost_guard_quantile"] = s.cost_guard if s.learn_guards else None
     from .calibration import guard_table
 
     index.params.update(guard_table({name: fits[name].guard_by_size for name in index.space.names}, index.space.names))

@@ -148,7 +148,8 @@ class ServingPlanner:
         # Stop buying features once a prefix's model is sure (only where thresholds were trained).
         self.cascade = bool(cascade) and bool(getattr(index, "cascades", None))
         # Guards that follow this process's measured feature times (polydom.index.servingguards),
-        # at the quantile the fit's guards were taken at; none where the index has no guards.
+        # at the quantile the fit's guards were taken at; none where the index has no guards or
+        # was fitted with learn_guards=False (the quantile is then None).
         params = getattr(index, "params", None) or {}
         quantile = params.get("cost_guard_quantile", DEFAULT_GUARD_QUANTILE) if params.get("cost_guard") else None
         self.serving_guards = None if quantile is None else ServingGuards(index, quantile=float(quantile))

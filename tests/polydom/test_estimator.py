@@ -211,6 +211,10 @@ def test_save_load_round_trip_gives_identical_predictions(fitted, digits, tmp_pa
         assert loaded.cost_curves_[name] == fit.curve
     bare = polydom.load(path)  # the same directory is a plain index too
     assert bare.lookup(256, 0.001) == fitted.index_.lookup(256, 0.001)
+    # Serving learns its guards at the fit's quantile, after loading too; learn_guards=False stops it.
+    assert loaded.planner_.serving_guards.quantile == fitted.planner_.serving_guards.quantile == fitted.cost_guard
+    fixed = clone(fitted).set_params(learn_guards=False).fit(images, labels, groups=digits[2])
+    assert fixed.planner_.serving_guards is None and fixed.index_.params["cost_guard"]  # the fit's guards stand
 
 
 def test_save_and_load_remember_the_path_and_version(fitted, tmp_path):
