@@ -1,0 +1,110 @@
+"""Guards learned while serving, against the fit's guards alone, on one demo run's index.
+
+Serves the demo's held-out grid three times from the saved PolyDom α=1 index of a finished
+``polydom demo --out OUT`` run, replaying the held-out feature times that run measured (its
+feature cache), so that the three passes differ only in their guards:
+
+* **fit only** -- the guards the fit measured (``learn_guards`` off);
+* **learning** -- the default: serving learns the guards from the walks' measured times, from
+  scratch, in the demo's order (budgets ascending, every item at each);
+* **learned** -- a second pass with the guards the first one learned (a service that has been
+  running for a while).
+
+Prints, and writes ``benchmarks/results/serving-guards-DATASET.md``: mean accuracy over cells,
+on-time accuracy (an answer over its budget counts wrong), and budget violations per cell.
+
+Usage::
+
+    polydom demo --out build/demo
+    python -P benchmarks/serving_guards.py --out build/demo
+    polydom demo --dataset fashion-mnist --out build/demo-fashion
+    python -P benchmarks/serving_guards.py --out build/demo-fashion --dataset fashion-mnist
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def held_out(out: str, dataset: str, train_per_class: int, held_out_per_class: int):
+    """The demo run's held-out images: features and times from its cache, sizes, labels, pictures."""
+    from polydom.demo.job import split_pictures
+    from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
+    from polydom.extraction import extract_features
+    from polydom.featurizers import resolve_features
+    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
+
+    load = load_digits_images if dataset == "digits" else load_fashion_mnist_images
+    images, labels, _ = load(sides=DEFAULT_SIDES, n_per_class=train_per_class + held_out_per_class, random_state=0)
+    _, test = split_pictures(labels, len(DEFAULT_SIDES), train_per_class, 0)
+    matrix = extract_features([images[i] for i in test], resolve_features(DEFAULT_FEATURES), n_jobs=None,
+                              cache_dir=os.path.join(out, "cache", "features"))
+    if not matrix.cached:
+        sys.exit(f"serving_guards: {out} holds no cached held-out features of this split; run the demo there first")
+    sizes = np.array([images[i].shape[0] * images[i].shape[1] for i in test], dtype=float)
+    return matrix, sizes, labels[test], test // len(DEFAULT_SIDES)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="a finished `polydom demo --out` directory")
+    parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
+    parser.add_argument("--train-per-class", type=int, default=20, help="as the demo run used (default 20)")
+    parser.add_argument("--held-out-per-class", type=int, default=50, help="as the demo run used (default 50)")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+
+    import polydom
+    from polydom.demo import cells, stats
+    from polydom.demo.evaluation import serve_grid
+    from polydom.demo.settings import DEFAULT_BUDGETS
+
+    started = time.perf_counter()
+    matrix, sizes, y, pictures = held_out(args.out, args.dataset, args.train_per_class, args.held_out_per_class)
+    index_dir = os.path.join(args.out, "index")
+    fixed = polydom.CostSensitiveClassifier.load(index_dir)
+    fixed.planner_.serving_guards = None  # as learn_guards=False leaves it
+    learning = polydom.CostSensitiveClassifier.load(index_dir)
+    if learning.planner_.serving_guards is None:
+        sys.exit("serving_guards: this index learns no guards (fitted without guards or with learn_guards=False)")
+    grids = {"fit only": serve_grid(fixed, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS)}
+    grids["learning"] = serve_grid(learning, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS)
+    grids["learned"] = serve_grid(learning, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS)
+
+    rows = []
+    for name, grid in grids.items():
+        per_cell = np.array(list(cells.violations(grid, sizes).values()))
+        gap = stats.overall_difference(grid.correct, grids["fit only"].correct, pictures)
+        on_time = stats.overall_difference(grid.on_time().correct, grids["fit only"].on_time().correct, pictures)
+        rows.append((name, stats.overall(grid.correct, pictures).text(), stats.overall(grid.on_time().correct,
+                     pictures).text(), "–" if name == "fit only" else gap.text(signed=True),
+                     "–" if name == "fit only" else on_time.text(signed=True), f"{100 * per_cell.mean():.2f}",
+                     f"{100 * per_cell.max():.1f}", f"{int((per_cell > 0.02).sum())} of {len(per_cell)}"))
+    header = ("guards", "accuracy over cells", "on time", "minus fit only", "on time minus fit only",
+              "violations mean (%)", "worst cell (%)", "cells above 2%")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    table = "\n".join(lines)
+    print(table)
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"serving-guards-{args.dataset}.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"# Guards learned while serving ({args.dataset})\n\n"
+                f"`python -P benchmarks/serving_guards.py --out OUT --dataset {args.dataset}` on a demo run's saved "
+                f"index and held-out times ({len(y)} images, {len(DEFAULT_BUDGETS)} budgets); accuracies ± one "
+                "standard error over pictures, differences paired. On time: an answer whose measured extraction "
+                "time exceeded its budget counts as wrong.\n\n" + table + "\n")
+    print(f"serving_guards: report written to {path} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
