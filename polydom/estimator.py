@@ -98,9 +98,10 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         Let serving replace the fit's guards by the same quantile of the measured / predicted
         times of the features it computes (per feature and size band, once 50 calls were seen):
         the machine that serves is not the one that was timed. On the demo (one fitted index,
-        the same held-out times) this cut the cells overrunning in more than 2% of their
-        answers from 5 to 2 of 55 on digits and from 3 to 1 on Fashion-MNIST (worst cell 22-23%
-        to 6.4%), for 0.010-0.011 of mean accuracy.
+        the same held-out times) this cut the (size, budget) cells overrunning in more than 2%
+        of their answers from 5 to 2 of 55 on digits and from 10 to 2 on Fashion-MNIST (worst
+        cell 22-23% to 4-6%), for about 0.01 of accuracy; ``benchmarks/serving_guards.py``
+        measures it on a demo run.
     backend : str, default "polydom"
         A name from :func:`polydom.backends.buildable` (``"polydom"``, ``"greedy"``,
         ``"greedy-acc"``, ``"greedy-cost"``). The Greedy backends expand at ``n0`` = the median
