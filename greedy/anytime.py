@@ -55,7 +55,7 @@ def walk_measured(
     compute: Callable[[str], object],
     clock: Callable[[], float],
     guards: Sequence[float] | None = None,
-    observe: Callable[[int, float], None] | None = None,
+    observe: Callable[[int, float, float], None] | None = None,
 ) -> tuple[int, float]:
     """Compute features in walk order, each only if the time used so far plus its predicted cost
     at ``size`` still fits ``budget``.
@@ -74,8 +74,8 @@ def walk_measured(
         Per feature of ``names``, the factor applied to its predicted cost before starting it
         (see ``CostSensitiveIndex.cost_guards``); default 1 each.
     observe : callable, optional
-        ``observe(k, seconds)`` after the ``k``-th feature of ``names`` was computed, with the
-        time it took on ``clock``.
+        ``observe(k, predicted, seconds)`` after the ``k``-th feature of ``names`` was computed:
+        its predicted cost at ``size`` and the time it took on ``clock``.
 
     Returns
     -------
@@ -98,13 +98,11 @@ def walk_measured(
         c = 0.0  # polydom.index.poly.horner_scalar, inlined as in walk_predicted
         for a in h:
             c = c * size + a
-        if guards is not None:
-            c *= guards[k]
-        if elapsed + c > budget:
+        if elapsed + (c * guards[k] if guards is not None else c) > budget:
             break
         compute(name)
         before, elapsed = elapsed, clock() - start
         if observe is not None:
-            observe(k, elapsed - before)
+            observe(k, c, elapsed - before)
         length += 1
     return length, elapsed

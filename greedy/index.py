@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
-from polydom.index.poly import horner_scalar
 from polydom.index.protocol import CostSensitiveIndex
 from polydom.lattice import FeatureSpace
 
@@ -258,17 +257,17 @@ class GreedyIndex(CostSensitiveIndex):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1
         sid = sky_seq[j if j > 0 else 0]
-        learn = serving_guards if guarded else None
-        guards = learn.guards(size) if learn is not None else self.cost_guards(size)
+        guards = self.walk_guards(size, guarded, serving_guards)
+        learning = guarded and serving_guards is not None
+        scaled = any(g != 1.0 for g in guards)
         walk_guards, observe = None, None
-        if guarded and any(g != 1.0 for g in guards):
-            walk_guards = [guards[self.space.names.index(name)] for name in seq_names[sid]]
-        if learn is not None:
+        if scaled or learning:
             positions = [self.space.names.index(name) for name in seq_names[sid]]
-            horners = seq_horner[sid]
+            walk_guards = [guards[i] for i in positions] if scaled else None
+            if learning:
 
-            def observe(k, seconds):
-                learn.observe(positions[k], size, horner_scalar(horners[k], size), seconds)
+                def observe(k, predicted, seconds):
+                    serving_guards.observe(positions[k], size, predicted, seconds)
 
         length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock, walk_guards,
                                         observe)

@@ -131,11 +131,8 @@ def serve_anytime(
     start = clock()
     names = index.space.names
     cost = [curve(size) for curve in index.costs]
+    guards = index.walk_guards(size, guarded, serving_guards)
     learn = serving_guards if guarded else None
-    if learn is not None:
-        guards = learn.guards(size)
-    else:
-        guards = index.cost_guards(size) if guarded else (1.0,) * len(index.costs)
     need = _Need(cost, guards)
     limit = budget * _SLACK
     position = {m: i for i, m in enumerate(index.candidates)}  # candidate id of a mask, for upgrades

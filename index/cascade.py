@@ -193,15 +193,10 @@ def fit_to_target(proba, costs, y, *, target_accuracy=None, mean_cost=None, per_
     for _ in range(iterations):
         price = (lo + hi) / 2.0
         fit = fit_thresholds(proba, costs, y, price, per_class=per_class)
-        if target_accuracy is not None:
-            meets = fit.assured_accuracy >= target_accuracy
-        else:
-            meets = fit.mean_cost <= mean_cost
+        meets = fit.assured_accuracy >= target_accuracy if target_accuracy is not None else fit.mean_cost <= mean_cost
         if meets:
-            if target_accuracy is not None:
-                better = fit.mean_cost < best.mean_cost
-            else:
-                better = fit.assured_accuracy > best.assured_accuracy
+            better = (fit.mean_cost < best.mean_cost if target_accuracy is not None
+                      else fit.assured_accuracy > best.assured_accuracy)
             if better or (mean_cost is not None and best.mean_cost > mean_cost):
                 best = fit
             if target_accuracy is not None:

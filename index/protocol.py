@@ -140,6 +140,14 @@ class CostSensitiveIndex(StoredIndex, ABC):
         _check_guards(row, len(self.space), "params['cost_guard_by_size']")
         return tuple(float(g) for g in row)
 
+    def walk_guards(self, size: float, guarded: bool = True, serving_guards=None) -> tuple[float, ...]:
+        """The guards an anytime walk at ``size`` applies: those ``serving_guards`` learned (a
+        :class:`~polydom.index.servingguards.ServingGuards`), else :meth:`cost_guards`; 1 each
+        when not ``guarded``."""
+        if not guarded:
+            return (1.0,) * len(self.space)
+        return serving_guards.guards(size) if serving_guards is not None else self.cost_guards(size)
+
     @abstractmethod
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
         """Every set this index can serve at ``size``: ``(masks, costs at size, accuracies)``,

@@ -34,6 +34,7 @@ from polydom.backends import backend_spec
 from polydom.featurizers import Feature, default_features, item_size, resolve_features
 from polydom.lattice.featureset import MAX_FEATURES
 
+from .calibration import CALIBRATION_IMAGES, calibrate_fits, guard_table
 from .costs import CostFit, choose_timing_images, default_timing_sides, measure_feature_costs
 
 __all__ = ["FitSettings", "WarmStart", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
@@ -328,8 +329,6 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         fits = measure_feature_costs(s.features, timed, sides, repeats=s.timing_repeats, quantile=s.cost_quantile,
                                      degree=s.cost_degree, progress=bars)
         if s.calibrate_costs:
-            from .calibration import CALIBRATION_IMAGES, calibrate_fits
-
             parallel = s.n_jobs not in (None, 1)
             if parallel:
                 say(f"calibrating the costs on {min(CALIBRATION_IMAGES, len(images))} images served one by one")
@@ -369,13 +368,11 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         from .cascades import train_cascades
 
         index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss,
-                                                                 per_class=s.cascade_per_class))
+                                                   per_class=s.cascade_per_class))
     # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
     index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
     # Serving learns its guards at the same quantile, unless told not to.
     index.params["cost_guard_quantile"] = s.cost_guard if s.learn_guards else None
-    from .calibration import guard_table
-
     index.params.update(guard_table({name: fits[name].guard_by_size for name in index.space.names}, index.space.names))
     t3 = time.perf_counter()
     # One warning for all the fits' warnings, pointing at the caller of ``fit``.

@@ -1,5 +1,7 @@
 """The demo's settings: features, sizes, budgets and the backends it compares."""
 
+from polydom.calibration import DEFAULT_GUARD_QUANTILE
+
 __all__ = ["DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "QUICK_SIDES", "TIMING_SIDES", "QUICK_TIMING_SIDES",
            "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "BASE_PARAMS", "SERVING", "PRIMARY", "TIES", "PLAIN",
            "CASCADE", "WORST_CASE", "ABLATIONS", "RIVALS"]
@@ -41,7 +43,7 @@ BACKENDS = (
                   "calibrate_costs": False, "cost_guard": None}),
 )
 #: What every fit starts from before its own parameters (a fit must not inherit the last one's).
-BASE_PARAMS = {"cascade": False, "cost_quantile": 0.5, "calibrate_costs": True, "cost_guard": 0.98}
+BASE_PARAMS = {"cascade": False, "cost_quantile": 0.5, "calibrate_costs": True, "cost_guard": DEFAULT_GUARD_QUANTILE}
 #: :data:`PRIMARY` served the plain way: look the set up, then compute all of it (no anytime walk).
 PLAIN = "PolyDom α=1 plain"
 #: How each backend is served on the held-out grid (default: its index's anytime ``select``).
