@@ -96,11 +96,12 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         of the demo.
     learn_guards : bool, default True
         Let serving replace the fit's guards by the same quantile of the measured / predicted
-        times of the features it computes (per feature and size band, once 50 calls were seen):
-        the machine that serves is not the one that was timed. On the demo (one fitted index,
-        the same held-out times) this cut the (size, budget) cells overrunning in more than 2%
-        of their answers from 5 to 2 of 55 on digits and from 10 to 2 on Fashion-MNIST (worst
-        cell 22-23% to 4-6%), for about 0.01 of accuracy; ``benchmarks/serving_guards.py``
+        times of the features it computes (per feature and size band, once 50 calls were seen;
+        before that, the calls of every feature in the band may raise a feature's guard): the
+        machine that serves is not the one that was timed. On the demo (one fitted index, the
+        same held-out times) this cut the (size, budget) cells overrunning in more than 2% of
+        their answers from 5 to 0 of 55 on digits and from 10 to 0 on Fashion-MNIST (worst cell
+        22-23% to 1.8-2.0%), for about 0.01 of accuracy; ``benchmarks/serving_guards.py``
         measures it on a demo run.
     backend : str, default "polydom"
         A name from :func:`polydom.backends.buildable` (``"polydom"``, ``"greedy"``,
