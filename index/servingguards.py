@@ -9,16 +9,19 @@ itself: per feature and size band, the ``quantile`` of measured / predicted time
 ``window`` calls.
 
 Until a feature has ``min_calls`` calls in a band, the ratios of *every* feature served in that
-band stand in for its own, and before the band has that many, the ratios of every feature at
-every size: the guard is the larger of the index's guard and that pooled quantile. The machine's
-slowdown is shared by the features: on the demo's Fashion-MNIST run the learned guards at 28x28
-were 1.3 to 1.6 times the fit's for every one of the eight features. Waiting for each feature's
-own calls let each new feature a walk reached overrun its first ones in turn (4-6% of a cell's
-answers at the first budget that computes features); pooled, 2% or less in every cell.
+band stand in for its own, once there are ``pool_min_calls`` of them: the guard is the larger of
+the index's guard and that pooled quantile. The machine's slowdown is shared by the features: on
+the demo's Fashion-MNIST run the learned guards at 28x28 were 1.3 to 1.6 times the fit's for
+every one of the eight features, and waiting for each feature's own calls let each new feature a
+walk reached overrun its first ones in turn (4-6% of a cell's answers at the first budget that
+computes features). Bands do not borrow from each other: the smallest items run furthest above
+their curves (per-call overhead), and a pool of all sizes, filled first by the small items of
+the tightest budgets, refused features that fit at larger sizes (on one digits run, 4% of the
+158x158 answers at 0.5 ms got no feature).
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
-from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, of
-its band, or of all calls.
+from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
+from at least ``pool_min_calls`` of its band.
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ class ServingGuards:
     window : int, default 256
         Recent calls kept per feature and size band.
     min_calls : int, default 50
-        Calls a band needs before its learned guard replaces the index's.
+        Calls of a feature a band needs before their guard replaces the index's.
+    pool_min_calls : int, default 20
+        Calls of any features a band needs before their pooled guard may raise the index's
+        (few calls put a high quantile at their largest ratio: a cautious start).
     refresh : int, default 16
         A band's guard is recomputed every ``refresh`` calls (a quantile per request would cost
         more than a cheap feature).
@@ -53,19 +59,21 @@ class ServingGuards:
     -----
     A size band is half an octave of the item size ``n``: sizes within a factor of about 1.4 of
     each other share their guards. Safe to share between threads (one lock around the record).
-    Records are keyed ``(feature, band)``, ``(None, band)`` for the band's pool and ``(None,
-    None)`` for all calls.
+    Records are keyed ``(feature, band)``, and ``(None, band)`` for the band's pool.
     """
 
-    def __init__(self, index, *, quantile: float = 0.98, window: int = 256, min_calls: int = 50, refresh: int = 16):
+    def __init__(self, index, *, quantile: float = 0.98, window: int = 256, min_calls: int = 50,
+                 pool_min_calls: int = 20, refresh: int = 16):
         if not 0.5 <= quantile <= 1.0:
             raise ValueError(f"quantile must lie in [0.5, 1], got {quantile!r}")
-        if not 1 <= min_calls <= window:
-            raise ValueError(f"need 1 <= min_calls <= window, got min_calls={min_calls!r}, window={window!r}")
+        if not 1 <= min_calls <= window or not 1 <= pool_min_calls <= window:
+            raise ValueError(f"need 1 <= min_calls, pool_min_calls <= window, got min_calls={min_calls!r}, "
+                             f"pool_min_calls={pool_min_calls!r}, window={window!r}")
         self.index = index
         self.quantile = float(quantile)
         self.window = int(window)
         self.min_calls = int(min_calls)
+        self.pool_min_calls = int(pool_min_calls)
         self.refresh = max(1, int(refresh))
         self._ratios: dict[tuple[int, int], deque] = {}
         self._learned: dict[tuple[int, int], float] = {}
@@ -79,14 +87,13 @@ class ServingGuards:
 
     def guards(self, size: float) -> tuple[float, ...]:
         """Per feature, in index order: the learned guard of ``size``'s band where there is one,
-        else the index's guard at ``size``, raised to the pooled guard of the band (or, before the
-        band has one, of all calls) where that is larger."""
+        else the index's guard at ``size``, raised to the band's pooled guard where that is larger."""
         base = self.index.cost_guards(size)
         if not self._learned:
             return base
         band = self.band(size)
         learned = self._learned
-        pooled = learned.get((None, band), learned.get((None, None)))
+        pooled = learned.get((None, band))
         if pooled is None:
             return tuple(learned.get((i, band), g) for i, g in enumerate(base))
         # The pool mixes features with lighter and heavier tails: it only ever raises a guard.
@@ -104,7 +111,7 @@ class ServingGuards:
             return
         band = self.band(size)
         with self._lock:
-            for key in ((int(feature), band), (None, band), (None, None)):
+            for key in ((int(feature), band), (None, band)):
                 self._record(key, measured / predicted)
 
     def _record(self, key, ratio: float) -> None:
@@ -113,11 +120,13 @@ class ServingGuards:
             ratios = self._ratios[key] = deque(maxlen=self.window)
         ratios.append(ratio)
         calls = self._calls[key] = self._calls.get(key, 0) + 1
-        if calls >= self.min_calls and (calls - self.min_calls) % self.refresh == 0:
+        least = self.min_calls if key[0] is not None else self.pool_min_calls
+        if calls >= least and (calls - least) % self.refresh == 0:
             self._learned[key] = max(1.0, float(np.quantile(np.fromiter(ratios, float), self.quantile)))
 
     def check(self) -> None:
         """Assert the module's invariant."""
         for key, guard in self._learned.items():
             assert guard >= 1.0, (key, guard)
-            assert self.min_calls <= len(self._ratios[key]) <= self.window, key
+            least = self.min_calls if key[0] is not None else self.pool_min_calls
+            assert least <= len(self._ratios[key]) <= self.window, key

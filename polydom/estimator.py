@@ -100,8 +100,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         before that, the calls of every feature in the band may raise a feature's guard): the
         machine that serves is not the one that was timed. On the demo (one fitted index, the
         same held-out times) this cut the (size, budget) cells overrunning in more than 2% of
-        their answers from 5 to 0 of 55 on digits and from 10 to 0 on Fashion-MNIST (worst cell
-        22-23% to 1.8-2.0%), for about 0.01 of accuracy; ``benchmarks/serving_guards.py``
+        their answers from 5 to 2 of 55 on digits and from 10 to 0 on Fashion-MNIST (worst cell
+        22-23% to 1.6-2.6%), for about 0.01 of accuracy; ``benchmarks/serving_guards.py``
         measures it on a demo run.
     backend : str, default "polydom"
         A name from :func:`polydom.backends.buildable` (``"polydom"``, ``"greedy"``,

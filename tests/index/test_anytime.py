@@ -308,7 +308,7 @@ def test_the_greedy_walk_applies_each_features_guard():
 def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_fits(any_index):
     from polydom.index.servingguards import ServingGuards
 
-    learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, refresh=4)
+    learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     slow = any_index.space.names.index("slow")
     assert learn.guards(1.0) == any_index.cost_guards(1.0)
     # The machine now takes twice the curve for slow: the walks' own clock says so.
@@ -319,11 +319,7 @@ def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_
         served.append(any_index.select(1.0, 7.0, clock.compute, clock, serving_guards=learn))
     learn.check()
     assert learn.guards(1.0)[slow] == pytest.approx(2.0)
-    # Another size band has no calls of its own yet: every feature's guard is raised to the pool of
-    # all calls, where slow's doubling sits in the tail.
-    elsewhere = learn.guards(1000.0)
-    assert elsewhere[slow] == pytest.approx(2.0)
-    assert all(g >= max(f, 2.0) - 1e-9 for g, f in zip(elsewhere, any_index.cost_guards(1000.0)))
+    assert learn.guards(1000.0) == any_index.cost_guards(1000.0)  # another size band: still the fit's
     assert served[0].cost > 7.0  # the fit's guard (1) let slow start and overrun ...
     clock = RecordingClock(twice)
     later = any_index.select(1.0, 7.0, clock.compute, clock, serving_guards=learn)
@@ -338,7 +334,7 @@ def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_
 def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index):
     from polydom.index.servingguards import ServingGuards
 
-    learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, refresh=4)
+    learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     names = any_index.space.names
     cheap, slow = names.index("cheap"), names.index("slow")
     curve = {name: any_index.cost_of([name], 1.0) for name in names}
@@ -352,10 +348,12 @@ def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index
         learn.observe(slow, 1.0, curve["slow"], 1.5 * curve["slow"])
     assert learn.guards(1.0)[slow] == pytest.approx(1.5)
     # The pool never lowers the index's guard: a fast machine keeps the fit's guards.
-    fast = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, refresh=4)
+    fast = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     for _ in range(8):
         fast.observe(cheap, 1.0, curve["cheap"], 0.5 * curve["cheap"])
     assert fast.guards(1.0)[slow] == any_index.cost_guards(1.0)[slow]
+    # Bands do not borrow: a size band without calls keeps the index's guards.
+    assert learn.guards(1000.0) == any_index.cost_guards(1000.0)
 
 
 def test_serving_guards_refuse_bad_settings(any_index):
@@ -365,3 +363,5 @@ def test_serving_guards_refuse_bad_settings(any_index):
         ServingGuards(any_index, quantile=0.2)
     with pytest.raises(ValueError, match="min_calls"):
         ServingGuards(any_index, window=4, min_calls=5)
+    with pytest.raises(ValueError, match="pool_min_calls"):
+        ServingGuards(any_index, pool_min_calls=0)
