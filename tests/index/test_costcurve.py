@@ -44,6 +44,14 @@ def test_le_everywhere_is_exact_for_touching_curves():
     assert not CostCurve([0, 3]).le_everywhere(CostCurve([1.9, 0, 0, 1]))
 
 
+def test_le_everywhere_sees_a_cheaper_stretch_the_curves_dwarf_at_their_critical_point():
+    # The difference 1e-7 n^2 - 3n is negative up to n = 3e7; at its minimum (n = 1.5e7) it is
+    # -2.25e7, a relative 1e-14 of the cubes both curves share, and must still count.
+    cheaper_early = CostCurve([0.0, -3.0, 1e-7, 0.5])
+    assert not CostCurve([0.0, 0.0, 0.0, 0.5]).le_everywhere(cheaper_early)
+    assert CostCurve([0.0, 0.0, 0.0, 0.5]).le_everywhere(cheaper_early, domain=(3e7 * (1 + 1e-9), math.inf))
+
+
 def test_nonnegative_on_domain():
     assert CostCurve([1, -1, 1]).is_nonnegative()           # n^2 - n + 1 > 0
     assert not CostCurve([-0.1, 1]).is_nonnegative()
