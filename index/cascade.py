@@ -5,7 +5,8 @@ A chain ``P_1 ⊂ P_2 ⊂ ... ⊂ P_k`` has a model per prefix. Serving computes
 stage's threshold *for that class*; otherwise it computes the next prefix's new features (the
 ones already computed are reused, not paid again) and asks the next model. The last stage always
 answers. Thresholds of 1 (never confident enough) serve the whole set, thresholds of 0 serve the
-first prefix.
+first prefix. A threshold of exactly 1 stops nothing, not even a probability that rounded to 1
+(a shrunk LDA's often does): "serve the whole set" must not depend on how sure a model is.
 
 Thresholds are learned from out-of-fold probabilities -- the same folds that score the sets, so
 no item scores a model that saw it -- by coordinate ascent on ``assured accuracy - price * mean
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CascadeFit", "Cascades", "check_thresholds", "fit_thresholds", "fit_to_target", "replay"]
+__all__ = ["CascadeFit", "Cascades", "check_thresholds", "fit_thresholds", "fit_to_target", "is_confident", "replay"]
 
 
 @dataclass(frozen=True)
@@ -106,12 +107,22 @@ class _Recorded:
         self.costs = np.asarray(costs, dtype=float)
 
 
+#: The highest threshold that stops anything: a probability that rounded to 1 clears it, while 1 itself
+#: stops nothing.
+_SUREST = float(np.nextafter(1.0, 0.0))
+
+
+def is_confident(confidence, threshold):
+    """Whether a prediction this ``confidence`` stops at this ``threshold`` (1 never stops)."""
+    return (confidence >= threshold) & (threshold < 1.0)
+
+
 def _stops(thresholds: np.ndarray, rec: _Recorded) -> np.ndarray:
     k, n = rec.pred.shape
     stops = np.full(n, k - 1)
     undecided = np.ones(n, dtype=bool)
     for stage in range(k - 1):
-        sure = rec.conf[stage] >= thresholds[stage, rec.pred[stage]]
+        sure = is_confident(rec.conf[stage], thresholds[stage, rec.pred[stage]])
         stops[undecided & sure] = stage
         undecided &= ~sure
     return stops
@@ -150,8 +161,8 @@ def fit_thresholds(
 
     def options(seen):
         # A threshold strictly between observed confidences behaves like the next one up.
-        quantiles = np.quantile(seen, np.linspace(0.0, 1.0, grid + 1)) if len(seen) else []
-        return np.unique(np.concatenate([quantiles, [1.0]]))
+        quantiles = np.quantile(seen, np.linspace(0.0, 1.0, grid + 1)) if len(seen) else np.zeros(0)
+        return np.unique(np.concatenate([np.minimum(quantiles, _SUREST), [1.0]]))
 
     best = objective(t)
     coordinates = [(stage, slice(None), rec.conf[stage]) for stage in range(k - 1)]
@@ -241,7 +252,7 @@ class Cascades:
         p = model.predict_proba(x.reshape(1, -1))[0]
         best = int(np.argmax(p))
         column = self.classes.index(model.classes_[best].item() if hasattr(model.classes_[best], "item") else model.classes_[best])
-        return bool(p[best] >= t[stage, column])
+        return bool(is_confident(p[best], t[stage, column]))
 
     def to_state(self) -> tuple[list, dict]:
         """``(classes, arrays)`` for storage: flat float64 thresholds with their masks and shapes."""

@@ -38,6 +38,17 @@ def test_thresholds_of_one_compute_everything_and_of_zero_only_the_first_prefix(
     assert acc == pytest.approx(np.mean(proba[0].argmax(axis=1) == y))
 
 
+def test_a_threshold_of_one_stops_nothing_even_a_probability_that_rounded_to_one():
+    proba, costs, y = _data(2)
+    proba[0][:40] = np.eye(3)[proba[0][:40].argmax(axis=1)]  # saturated, as a shrunk LDA's often are
+    ones = np.ones((3, 3))
+    ones[-1] = 0
+    assert (replay(ones, proba, costs, y)[2] == 2).all()
+    # The fit can still stop the saturated ones, just below 1, when the price asks for it.
+    dear = fit_thresholds(proba, costs, y, price=10.0)
+    assert dear.thresholds[0, 0] < 1.0 and (dear.stops[:40] == 0).all()
+
+
 def test_the_fit_reports_what_a_replay_gives_and_trades_cost_for_accuracy():
     proba, costs, y = _data(1)
     plain_acc = np.mean(proba[-1].argmax(axis=1) == y)
