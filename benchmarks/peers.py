@@ -530,7 +530,6 @@ def write_report(path, ctx: dict) -> str:
            f" The same counts for *{UNGUARDED}*: within one SE in {summary['unguarded']['within']}, more than 2 SE "
            f"behind in {len(summary['unguarded']['behind'])}, ahead of every peer in {len(summary['unguarded']['ahead'])}."),
         "",
-        "",
         f"**On time** (an answer whose measured extraction overran its budget counts as wrong): PolyDom is "
         f"within one paired SE of (or above) the best peer in **{summary['on_time']['within']} of "
         f"{summary['n_cells']}** cells, more than 2 paired SE behind it in {len(summary['on_time']['behind'])}, "

@@ -42,7 +42,7 @@ class ServingGuards:
     ----------
     index : CostSensitiveIndex
         Whose ``cost_guards(size)`` stand where too few calls were seen.
-    quantile : float, default 0.98
+    quantile : float, default 0.99
         The share of recent calls a guarded start covers.
     window : int, default 256
         Recent calls kept per feature and size band.
@@ -62,7 +62,7 @@ class ServingGuards:
     Records are keyed ``(feature, band)``, and ``(None, band)`` for the band's pool.
     """
 
-    def __init__(self, index, *, quantile: float = 0.98, window: int = 256, min_calls: int = 50,
+    def __init__(self, index, *, quantile: float = 0.99, window: int = 256, min_calls: int = 50,
                  pool_min_calls: int = 20, refresh: int = 16):
         if not 0.5 <= quantile <= 1.0:
             raise ValueError(f"quantile must lie in [0.5, 1], got {quantile!r}")

@@ -19,7 +19,7 @@ those times into:
   non-negative and non-decreasing, so the sweep stays exact; the curve's shape over the timed
   sizes still comes from the reproducible timing pass.
 * a **guard**: how much longer than its curve a serving call may take, at the ``quantile``
-  (0.98 by default), at least 1. It is the product of two measurements. Where serving-like
+  (0.99 by default), at least 1. It is the product of two measurements. Where serving-like
   calls sit against the curve: the median of their wall time over the curve (at least 1 where
   the overhead could raise the curve to it, below 1 where the timing pass ran high). And the
   spread of the tail: the ``quantile`` over the median of the computing thread's CPU time over
@@ -58,7 +58,7 @@ GUARD_CALLS_PER_SIZE = 50
 SAMPLE_CALLS_PER_SIZE = 8
 
 #: The share of training calls a guarded start covers.
-DEFAULT_GUARD_QUANTILE = 0.98
+DEFAULT_GUARD_QUANTILE = 0.99
 #: Training images computed again one by one after a parallel extraction (:func:`calibrate_fits`).
 CALIBRATION_IMAGES = 160
 
