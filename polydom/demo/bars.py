@@ -70,10 +70,15 @@ def section(r: dict) -> list[str]:
             _cells_line(cells.versus(grids, PRIMARY, [n], sizes, pictures), n).strip() for n in anytime) + "\n")
         # The same comparison for a caller with a hard deadline: an answer that overran is none.
         on_time = {n: grids[n].on_time() for n in [PRIMARY] + anytime}
+        means = "; ".join(
+            f"{n} {stats.overall(on_time[n].correct, pictures).text()}"
+            + ("" if n == PRIMARY else
+               f" ({PRIMARY} minus it {stats.overall_difference(on_time[PRIMARY].correct, on_time[n].correct, pictures).text(signed=True)})")
+            for n in on_time)
         out.append("**On time.** Counting every answer whose measured extraction time overran its budget as wrong "
                    "(a caller with a hard deadline gets no answer): " + " ".join(
                        _cells_line(cells.versus(on_time, PRIMARY, [n], sizes, pictures), n).strip() for n in anytime)
-                   + "\n")
+                   + f" Mean over cells, on time: {means}.\n")
     shown = [n for n in (PRIMARY, PLAIN, "GreedyCost", CASCADE, WORST_CASE) if n in grids]
     rows = []
     for n in shown:
