@@ -120,7 +120,7 @@ class FeatureSetLearner:
         self.race = {"started": 0, "dropped": 0, "contested": 0, "wins": {}, "retired": []}
         self.rescore_splits = list(rescore_splits)
         self.rescored: set[frozenset] = set()
-        self._oof: dict[frozenset, tuple[np.ndarray, np.ndarray]] = {}
+        self._oof: dict = {}  # set (or set and folds) -> (proba, classes)
         self.warnings = WarningTally()
         self._set_warnings: dict[frozenset, list] = {}
         sizes = [(len(tr), len(te)) for tr, te in self.splits]
@@ -202,19 +202,20 @@ class FeatureSetLearner:
                 self._set_warnings.pop(s, None)  # counted in self.warnings; the set's info is out already
         return [self.cache[s] for s in sets]
 
-    def oof_proba(self, features: Iterable[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    def oof_proba(self, features: Iterable[str], splits=None) -> tuple[np.ndarray, np.ndarray] | None:
         """Out-of-fold class probabilities of a set's winning learner, for every training item.
 
-        Uses the first folds that cover every item once (the first repeat), so each item's
-        probabilities come from a model that never saw it. ``(proba, classes)`` with ``proba`` of
-        shape ``(n_items, n_classes)`` over ``classes`` (sorted labels); None when the learner has
-        no ``predict_proba``.
+        Uses the first folds that cover every item once (the first repeat of the scoring folds,
+        or of ``splits`` when given), so each item's probabilities come from a model that never
+        saw it. ``(proba, classes)`` with ``proba`` of shape ``(n_items, n_classes)`` over
+        ``classes`` (sorted labels); None when the learner has no ``predict_proba``.
         """
         from sklearn.base import clone
 
         features = frozenset(features)
-        if features in self._oof:
-            return self._oof[features]
+        key = features if splits is None else (features, tuple(test.tobytes() for _, test in splits))
+        if key in self._oof:
+            return self._oof[key]
         self._learn_unknown([features])
         model = self._learner(features)
         if not hasattr(model, "predict_proba"):
@@ -222,7 +223,7 @@ class FeatureSetLearner:
         classes = np.unique(self.y)
         proba = np.full((len(self.y), len(classes)), np.nan)
         Xs = self.X[:, self.columns_of(features)]
-        for train, test in self.splits:
+        for train, test in self.splits if splits is None else splits:
             if not np.isnan(proba[test, 0]).any():
                 continue  # covered by an earlier fold: a later repeat
             with self.warnings.catching():
@@ -233,7 +234,7 @@ class FeatureSetLearner:
             proba[test] = block
         if np.isnan(proba[:, 0]).any():
             raise ValueError("the cross-validation folds do not cover every item; out-of-fold probabilities need them to")
-        self._oof[features] = proba, classes
+        self._oof[key] = proba, classes
         return proba, classes
 
     def _learn_unknown(self, sets: list[frozenset]) -> None:

@@ -291,6 +291,18 @@ def _folds(s: FitSettings, y, groups):
     return every[:first], every[first:]
 
 
+def _cascade_folds(y, groups, random_state):
+    """:data:`~polydom.cascades.CASCADE_FOLDS` grouped, stratified folds for the cascade's
+    out-of-fold probabilities, fewer when the smallest class (or the groups) cannot fill them."""
+    from .blackbox import make_splits
+    from .cascades import CASCADE_FOLDS
+
+    _, counts = np.unique(y, return_counts=True)
+    units = counts.min() if groups is None else min(len(np.unique(np.asarray(groups)[np.asarray(y) == c]))
+                                                     for c in np.unique(y))
+    return make_splits(int(max(2, min(CASCADE_FOLDS, units))), y, groups, random_state)
+
+
 def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
     """Run extract -> time -> learn -> build on validated images and labels.
 
@@ -367,8 +379,11 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     if s.cascade and getattr(index, "chains", None):
         from .cascades import train_cascades
 
+        # Folds close in size to the whole training set, so that fold models are as sure of
+        # themselves as the served ones (see CASCADE_FOLDS); fewer where the groups are fewer.
+        folds = _cascade_folds(y, groups, s.random_state)
         index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss,
-                                                   per_class=s.cascade_per_class))
+                                                   per_class=s.cascade_per_class, splits=folds))
     # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
     index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
     # Serving learns its guards at the same quantile, unless told not to.

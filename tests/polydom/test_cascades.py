@@ -108,3 +108,28 @@ def test_the_classifier_explains_where_each_image_stopped_and_ignores_held_out_l
     assert all(set(e.features) <= {n for k, n in e.steps if k == "compute"} for e in explained)
     broke = first.explain(held_images[:3], budget=1e-9)  # nothing fits: stopped by the budget
     assert all(e.features == () and e.stopped_because in ("budget", "complete") for e in broke)
+
+
+def test_cascade_folds_are_ten_grouped_folds_or_as_many_as_the_groups_allow():
+    from polydom.pipeline import _cascade_folds
+
+    y = np.repeat(np.arange(3), 40)
+    for per_class, expected in ((10, 10), (4, 4)):
+        groups = np.arange(120) // (40 // per_class)
+        folds = _cascade_folds(y, groups, 0)
+        assert len(folds) == expected
+        tested = np.concatenate([test for _, test in folds])
+        assert sorted(tested) == list(range(120))  # every item out of fold exactly once
+        for train, test in folds:
+            assert not set(groups[train]) & set(groups[test])  # renderings of a picture stay together
+
+
+def test_out_of_fold_probabilities_follow_the_folds_they_are_asked_for(built):
+    X, y, columns, learner, index, sizes = built
+    ten = make_splits(10, y, random_state=0)
+    default, _ = learner.oof_proba(["q0", "q1"])
+    tenfold, _ = learner.oof_proba(["q0", "q1"], ten)
+    assert not np.allclose(default, tenfold)  # other folds, other models
+    assert learner.oof_proba(["q0", "q1"], ten)[0] is tenfold and learner.oof_proba(["q0", "q1"])[0] is default
+    cascades = train_cascades(index, learner, sizes, splits=ten)
+    assert cascades.thresholds and set(cascades.thresholds) <= set(index.candidates)
