@@ -124,6 +124,16 @@ class ServingGuards:
         if calls >= least and (calls - least) % self.refresh == 0:
             self._learned[key] = max(1.0, float(np.quantile(np.fromiter(ratios, float), self.quantile)))
 
+    def snapshot(self) -> "ServingGuards":
+        """An independent copy of what was learned so far: two walks served from two snapshots
+        start from the same guards and learn apart."""
+        copy = ServingGuards(self.index, quantile=self.quantile, window=self.window, min_calls=self.min_calls,
+                             pool_min_calls=self.pool_min_calls, refresh=self.refresh)
+        with self._lock:
+            copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
+            copy._learned, copy._calls = dict(self._learned), dict(self._calls)
+        return copy
+
     def check(self) -> None:
         """Assert the module's invariant."""
         for key, guard in self._learned.items():

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .settings import (
-    BACKENDS, BASE_PARAMS, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, PLAIN, PRIMARY, REAL_PASS_BUDGETS, SERVING,
-    TIES, TIMING_SIDES,
+    BACKENDS, BASE_PARAMS, CASCADE, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
+    SERVING, TIES, TIMING_SIDES,
 )
 
 __all__ = ["run_demo", "with_tolerance", "split_pictures"]
@@ -255,6 +255,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     grids = {name: serve_grid(model, held_out.X, held_out.seconds, test_sizes, y_test, budgets,
                               mode=SERVING.get(name, "select"))
              for name, model in fitted.items()}
+    cascade_pair = _cascade_pair(fitted.get(CASCADE), held_out, test_sizes, y_test, budgets)
     loaded_grid = serve_grid(loaded, held_out.X, held_out.seconds, test_sizes, y_test, budgets)
     round_trip = bool(np.array_equal(loaded_grid.correct, grids[PRIMARY].correct)
                       and np.array_equal(loaded_grid.keys, grids[PRIMARY].keys))
@@ -279,7 +280,8 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
         "n_test": len(test), "n_test_pictures": len(test) // len(sides), "budgets": list(budgets),
         "test_sizes": test_sizes, "test_pictures": test // len(sides), "y_test": y_test,
         "chance": float(np.mean(y_test == majority)), "unique_sizes": sorted(set(test_sizes.tolist())),
-        "fitted": fitted, "fit_seconds": fit_seconds, "grids": grids, "round_trip": round_trip,
+        "fitted": fitted, "fit_seconds": fit_seconds, "grids": grids, "cascade_pair": cascade_pair,
+        "round_trip": round_trip,
         "index_dir": index_dir, "index_bytes": sizes_bytes, "latency": latency, "overhead": overhead, "real": real,
         "stages": stages, "cache_dir": cache_dir, "random_state": random_state,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
@@ -299,6 +301,27 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     results["report"] = report.write_report(os.path.join(out, "report.md"), results)
     headline.write(out, results["headline"])
     return results
+
+
+def _cascade_pair(clf, held_out, sizes, y, budgets):
+    """The cascade's index served twice, walking plainly and stopping when confident, each from a
+    snapshot of the guards its own grid learned: the two differ only in the early stops. (The
+    cascade backend and the primary learn their guards apart, so at tight budgets they can serve
+    other sets for reasons that are not the cascade's.) None without a cascade backend."""
+    from .evaluation import serve_grid
+
+    if clf is None:
+        return None
+    planner = clf.planner_
+    learned = planner.serving_guards
+    pair = {}
+    try:
+        for mode in ("select", "cascade"):
+            planner.serving_guards = None if learned is None else learned.snapshot()
+            pair[mode] = serve_grid(clf, held_out.X, held_out.seconds, sizes, y, budgets, mode=mode)
+    finally:
+        planner.serving_guards = learned
+    return pair
 
 
 def _real_pass(polydom_clf, greedy_clf, images, sizes, y, per_budget: int, random_state: int) -> dict:

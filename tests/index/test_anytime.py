@@ -356,6 +356,22 @@ def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index
     assert learn.guards(1000.0) == any_index.cost_guards(1000.0)
 
 
+def test_a_snapshot_of_serving_guards_starts_equal_and_learns_apart(any_index):
+    from polydom.index.servingguards import ServingGuards
+
+    learn = ServingGuards(any_index, window=64, min_calls=8, pool_min_calls=8, refresh=4)
+    slow = any_index.space.names.index("slow")
+    curve = any_index.cost_of(["slow"], 1.0)
+    for _ in range(8):
+        learn.observe(slow, 1.0, curve, 2.0 * curve)
+    copy = learn.snapshot()
+    assert copy.guards(1.0) == learn.guards(1.0) and copy.seen(1.0) == learn.seen(1.0)
+    for _ in range(16):
+        copy.observe(slow, 1.0, curve, 4.0 * curve)
+    copy.check()
+    assert copy.guards(1.0)[slow] == pytest.approx(4.0) and learn.guards(1.0)[slow] == pytest.approx(2.0)
+
+
 def test_serving_guards_refuse_bad_settings(any_index):
     from polydom.index.servingguards import ServingGuards
 

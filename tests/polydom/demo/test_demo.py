@@ -60,6 +60,7 @@ def test_the_report_judges_the_primary_cell_by_cell(demo_out):
         assert f"| {backend} |" in cells, backend
     assert "Confidence cascades" in cells and "worst-case provisioning" in cells and "**On time.**" in cells
     assert re.search(r"Mean over cells, on time: PolyDom α=1 \d\.\d{3} ± \d\.\d{3}; PolyDom α=1 plain", cells)
+    assert "walked plainly and with the cascade from one snapshot of the guards" in cells
 
 
 def _section(report: str, title: str) -> str:
