@@ -103,12 +103,9 @@ DEFAULT_TRADEOFFS = (0.0, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
 def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: int, seed: int):
     """Images, labels, training and held-out positions, and picture groups -- as the demo makes them
     (:func:`polydom.demo.job._run`): every picture rendered at every side, whole pictures split."""
-    from polydom.demo.job import split_pictures
-    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
+    from polydom.demo.job import load_split as demo_split
 
-    load = load_digits_images if dataset == "digits" else load_fashion_mnist_images
-    images, labels, _ = load(sides=sides, n_per_class=train_per_class + held_out_per_class, random_state=seed)
-    train, test = split_pictures(labels, len(sides), train_per_class, seed)
+    images, labels, train, test = demo_split(dataset, sides, train_per_class, held_out_per_class, seed)
     groups = np.arange(len(images)) // len(sides)
     return images, np.asarray(labels), train, test, groups
 

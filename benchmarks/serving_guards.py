@@ -36,15 +36,12 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 def held_out(out: str, dataset: str, train_per_class: int, held_out_per_class: int):
     """The demo run's held-out images: features and times from its cache, sizes, labels, pictures."""
-    from polydom.demo.job import split_pictures
+    from polydom.demo.job import load_split
     from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
     from polydom.extraction import extract_features
     from polydom.featurizers import resolve_features
-    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
 
-    load = load_digits_images if dataset == "digits" else load_fashion_mnist_images
-    images, labels, _ = load(sides=DEFAULT_SIDES, n_per_class=train_per_class + held_out_per_class, random_state=0)
-    _, test = split_pictures(labels, len(DEFAULT_SIDES), train_per_class, 0)
+    images, labels, _, test = load_split(dataset, DEFAULT_SIDES, train_per_class, held_out_per_class, 0)
     matrix = extract_features([images[i] for i in test], resolve_features(DEFAULT_FEATURES), n_jobs=None,
                               cache_dir=os.path.join(out, "cache", "features"))
     if not matrix.cached:

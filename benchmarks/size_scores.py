@@ -42,16 +42,13 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 def per_item(out: str, dataset: str, train_per_class: int, held_out_per_class: int):
     """Every subset's out-of-fold correctness on the training images, held-out correctness, CV score."""
     import polydom
-    from polydom.demo.job import split_pictures
+    from polydom.demo.job import load_split
     from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
     from polydom.extraction import extract_features
     from polydom.featurizers import resolve_features
-    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
     from polydom.precomputed import fit_features
 
-    load = load_digits_images if dataset == "digits" else load_fashion_mnist_images
-    images, labels, _ = load(sides=DEFAULT_SIDES, n_per_class=train_per_class + held_out_per_class, random_state=0)
-    train, test = split_pictures(labels, len(DEFAULT_SIDES), train_per_class, 0)
+    images, labels, train, test = load_split(dataset, DEFAULT_SIDES, train_per_class, held_out_per_class, 0)
     features = resolve_features(DEFAULT_FEATURES)
     cache = os.path.join(out, "cache", "features")
     train_matrix = extract_features([images[i] for i in train], features, n_jobs=None, cache_dir=cache)

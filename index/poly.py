@@ -14,7 +14,7 @@ import numpy as np
 
 __all__ = [
     "RTOL", "horner", "horner_scalar", "difference", "exact_sign", "effective_degree", "leading_sign", "real_roots",
-    "sign_of_difference", "le_everywhere_batch",
+    "le_everywhere_batch",
 ]
 
 #: Relative tolerance for "equal" costs and "zero" coefficients of a difference.
@@ -176,20 +176,6 @@ def _rational_sign(row: np.ndarray, x: float) -> int:
     return (acc > 0) - (acc < 0)
 
 
-def sign_of_difference(p: np.ndarray, q: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Sign of ``q(x) - p(x)`` per row, 0 where the two agree to ``RTOL`` relative.
-
-    Tolerant on purpose: dominance only needs "no cheaper anywhere beyond rounding". Decisions
-    that must be exact (the order of two curves in the sweep) use :func:`exact_sign` on
-    :func:`difference` instead.
-    """
-    pv = horner(p, x)
-    qv = horner(q, x)
-    diff = qv - pv
-    tol = RTOL * (np.abs(pv) + np.abs(qv))
-    return np.where(diff > tol, 1, np.where(diff < -tol, -1, 0)).astype(np.int8)
-
-
 def le_everywhere_batch(p: np.ndarray, q: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Whether ``p(n) <= q(n)`` for every ``n`` in ``[lo, hi]``, per row.
 
@@ -220,8 +206,7 @@ def le_everywhere_batch(p: np.ndarray, q: np.ndarray, lo: float, hi: float) -> n
     if np.isfinite(hi):
         res &= _difference_sign(d, np.full(len(todo), float(hi))) >= 0
     else:
-        deg = effective_degree(d, np.zeros_like(d))
-        res &= d[np.arange(len(d)), np.maximum(deg, 0)] >= 0.0
+        res &= leading_sign(p[todo], q[todo]) >= 0
     if width > 2:
         deriv = d[:, 1:] * np.arange(1, width)
         crit = real_roots(deriv, np.zeros_like(deriv), lo, hi)

@@ -48,6 +48,13 @@ def _mean_over_cells(r: dict, names) -> list[list[str]]:
     return rows
 
 
+def _saving_rows(savings: list[dict]) -> list[list[str]]:
+    """Table rows of :func:`cells.cost_saving`: budget, multi-feature share, both costs, saving, gap."""
+    return [[ms(s["budget"]), f"{100 * s['multi']:.0f}", ms(s["reference_cost"]), ms(s["cost"]),
+             "–" if not np.isfinite(s["saving"]) else f"{100 * s['saving']:.0f}", s["gap"].text(signed=True)]
+            for s in savings]
+
+
 def section(r: dict) -> list[str]:
     """The section's markdown lines (empty when the primary was not run)."""
     grids, sizes, pictures = r["grids"], r["test_sizes"], r["test_pictures"]
@@ -101,11 +108,7 @@ def section(r: dict) -> list[str]:
                    f"{WORST_CASE} is the paper's rule (0.95 quantile of the timing pass, plain curves, no guard). "
                    f"Its mean accuracy over cells minus {PRIMARY}'s: {gap.text(signed=True)}.\n")
     if CASCADE in grids:
-        rows = []
-        for s in cells.cost_saving(grids, CASCADE, PRIMARY, pictures):
-            saving = "–" if not np.isfinite(s["saving"]) else f"{100 * s['saving']:.0f}"
-            rows.append([ms(s["budget"]), f"{100 * s['multi']:.0f}", ms(s["reference_cost"]), ms(s["cost"]), saving,
-                         s["gap"].text(signed=True)])
+        rows = _saving_rows(cells.cost_saving(grids, CASCADE, PRIMARY, pictures))
         out.append(f"**Confidence cascades.** Per budget: the share of {PRIMARY}'s answers that used more than one "
                    f"feature, the mean measured extraction time per image of {PRIMARY} and of {CASCADE} (which stops "
                    "computing once a prefix's model is confident), the saving, and the paired accuracy difference "
@@ -117,11 +120,7 @@ def section(r: dict) -> list[str]:
         if pair:
             # The two backends learn their guards apart; the same index from the same guards
             # isolates what the early stops save and cost.
-            rows = []
-            for s in cells.cost_saving(pair, "cascade", "select", pictures):
-                saving = "–" if not np.isfinite(s["saving"]) else f"{100 * s['saving']:.0f}"
-                rows.append([ms(s["budget"]), f"{100 * s['multi']:.0f}", ms(s["reference_cost"]), ms(s["cost"]),
-                             saving, s["gap"].text(signed=True)])
+            rows = _saving_rows(cells.cost_saving(pair, "cascade", "select", pictures))
             out.append(f"The same comparison on {CASCADE}'s own index, walked plainly and with the cascade from one "
                        "snapshot of the guards its grid learned, so that only the early stops differ (the two "
                        "backends above learn their guards apart and can serve other sets at tight budgets):\n")

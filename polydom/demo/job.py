@@ -22,7 +22,7 @@ from .settings import (
     SERVING, TIES, TIMING_SIDES,
 )
 
-__all__ = ["run_demo", "with_tolerance", "split_pictures"]
+__all__ = ["run_demo", "with_tolerance", "split_pictures", "load_split"]
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
@@ -65,6 +65,19 @@ def split_pictures(labels: np.ndarray, n_sides: int, train_per_class: int, rando
         is_train[members[:train_per_class]] = True
     expand = np.repeat(is_train, n_sides)
     return np.flatnonzero(expand), np.flatnonzero(~expand)
+
+
+def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: int, random_state: int):
+    """The demo's images and split: every picture of ``dataset`` (``"digits"`` or
+    ``"fashion-mnist"``) rendered at every side, whole pictures on one side of the split
+    (:func:`split_pictures`). Returns ``(images, labels, train, test)``; benchmarks that judge a
+    finished demo run rebuild its split with the run's settings."""
+    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
+
+    load = load_digits_images if dataset == "digits" else load_fashion_mnist_images
+    images, labels, _ = load(sides=sides, n_per_class=train_per_class + held_out_per_class, random_state=random_state)
+    train, test = split_pictures(labels, len(sides), train_per_class, random_state)
+    return images, labels, train, test
 
 
 @contextlib.contextmanager
@@ -175,7 +188,6 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     import polydom
     from polydom.extraction import extract_features
     from polydom.featurizers import resolve_features
-    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
 
     from . import headline, plots, report
     from .evaluation import lookup_latency, serve_grid, serving_overhead
@@ -192,10 +204,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     previous = headline.read(compare if compare is not None else out)
 
     t = time.perf_counter()
-    load = load_digits_images if dataset == "digits" else load_fashion_mnist_images
-    images, labels, _ = load(sides=sides, n_per_class=train_per_class + held_out_per_class,
-                             random_state=random_state)
-    train, test = split_pictures(labels, len(sides), train_per_class, random_state)
+    images, labels, train, test = load_split(dataset, sides, train_per_class, held_out_per_class, random_state)
     groups = np.arange(len(images)) // len(sides)
     train_images = [images[i] for i in train]
     test_images = [images[i] for i in test]
