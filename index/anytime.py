@@ -215,7 +215,8 @@ _SLACK = 1.0 + 1e-12
 
 
 def _confident_prefix(index, target: int, order, computed: int, values) -> int | None:
-    """The target chain's newest complete prefix, if its model is confident enough to stop."""
+    """The target chain's newest complete prefix, if it is confident enough to stop (its
+    committee decides where it has one, its model elsewhere)."""
     done = 0
     while done < len(order) and computed >> order[done] & 1:
         done += 1
@@ -228,7 +229,7 @@ def _confident_prefix(index, target: int, order, computed: int, values) -> int |
     import numpy as np
 
     x = np.concatenate([np.ravel(values[i]) for i in sorted(order[:done])])
-    return prefix if index.cascades.confident(target, done - 1, model, x) else None
+    return prefix if index.cascades.confident(target, done - 1, model, x, prefix) else None
 
 
 def _best_computed(index, computed: int, served: int) -> int:

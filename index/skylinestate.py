@@ -115,7 +115,8 @@ def check_arrays(meta, arrays) -> None:
     standard errors NaN (none) or finite and ``>= 0``; bounds finite, strictly ascending, from the
     domain's lower end; offsets partition their entries (each skyline non-empty); skyline ids
     and chain features index what they refer to; cascade thresholds fit their stages and lie in
-    ``[0, 1]``; every cost curve is ``>= 0`` on the domain. ``O(entries)``.
+    ``[0, 1]``, committees' values fill their shapes and are finite; every cost curve is ``>= 0``
+    on the domain. ``O(entries)``.
     """
     n_features = len(meta["features"])
     full = 1 << n_features
@@ -157,3 +158,14 @@ def check_arrays(meta, arrays) -> None:
             raise ValueError("array 'cascade_thresholds' does not match the stages and classes")
         if not (np.isfinite(thresholds).all() and (thresholds >= 0.0).all() and (thresholds <= 1.0).all()):
             raise ValueError("array 'cascade_thresholds' holds a value outside [0, 1]")
+        if "committee_masks" in arrays:
+            held = _masks(arrays, "committee_masks", full)
+            shapes = _array(arrays, "committee_shapes", "iu", 3 * len(held)).reshape(-1, 3).astype(object)
+            values = _array(arrays, "committee_values", "f")
+            if len(shapes) and shapes.min() < 1:
+                raise ValueError("array 'committee_shapes' holds an empty committee")
+            k, d, s = shapes.T if len(shapes) else (np.zeros(0, dtype=object),) * 3
+            if int((k * d * (2 + s) + k * s).sum()) != len(values):
+                raise ValueError("array 'committee_values' does not match the committees' shapes")
+            if not np.isfinite(values).all():
+                raise ValueError("array 'committee_values' holds a non-finite value")

@@ -121,6 +121,7 @@ class FeatureSetLearner:
         self.rescore_splits = list(rescore_splits)
         self.rescored: set[frozenset] = set()
         self._oof: dict = {}  # set (or set and folds) -> (proba, classes)
+        self._fold_models: dict = {}  # the same keys -> the fitted fold models behind _oof
         self.warnings = WarningTally()
         self._set_warnings: dict[frozenset, list] = {}
         sizes = [(len(tr), len(te)) for tr, te in self.splits]
@@ -151,7 +152,7 @@ class FeatureSetLearner:
         state = self.__dict__.copy()
         race = dict(self.race)
         race["wins"], race["retired"] = dict(race["wins"]), list(race["retired"])
-        state.update(cache={}, chosen={}, fold_scores={}, _oof={}, rescored=set(), race=race,
+        state.update(cache={}, chosen={}, fold_scores={}, _oof={}, _fold_models={}, rescored=set(), race=race,
                      warnings=WarningTally(), _set_warnings={})
         return state
 
@@ -213,7 +214,7 @@ class FeatureSetLearner:
         from sklearn.base import clone
 
         features = frozenset(features)
-        key = features if splits is None else (features, tuple(test.tobytes() for _, test in splits))
+        key = self._oof_key(features, splits)
         if key in self._oof:
             return self._oof[key]
         self._learn_unknown([features])
@@ -223,11 +224,13 @@ class FeatureSetLearner:
         classes = np.unique(self.y)
         proba = np.full((len(self.y), len(classes)), np.nan)
         Xs = self.X[:, self.columns_of(features)]
+        fold_models = []
         for train, test in self.splits if splits is None else splits:
             if not np.isnan(proba[test, 0]).any():
                 continue  # covered by an earlier fold: a later repeat
             with self.warnings.catching():
                 fitted = clone(model).fit(Xs[train], self.y[train])
+            fold_models.append(fitted)
             cols = np.searchsorted(classes, fitted.classes_)
             block = np.zeros((len(test), len(classes)))
             block[:, cols] = fitted.predict_proba(Xs[test])
@@ -235,7 +238,20 @@ class FeatureSetLearner:
         if np.isnan(proba[:, 0]).any():
             raise ValueError("the cross-validation folds do not cover every item; out-of-fold probabilities need them to")
         self._oof[key] = proba, classes
+        self._fold_models[key] = fold_models
         return proba, classes
+
+    def fold_models(self, features: Iterable[str], splits=None) -> list:
+        """The fitted models behind :meth:`oof_proba` (one per fold it used), fitting them if
+        needed; empty when the learner has no ``predict_proba``."""
+        if self.oof_proba(features, splits) is None:
+            return []
+        return list(self._fold_models[self._oof_key(features, splits)])
+
+    @staticmethod
+    def _oof_key(features: Iterable[str], splits):
+        features = frozenset(features)
+        return features if splits is None else (features, tuple(test.tobytes() for _, test in splits))
 
     def _learn_unknown(self, sets: list[frozenset]) -> None:
         """Train here the sets whose winner or fold scores are not known in this process (those

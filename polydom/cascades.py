@@ -5,6 +5,10 @@ out-of-fold class probabilities on the training items (the folds that scored the
 data that scores a model never trained it), each item's cost of stopping at each prefix is the
 prefix's predicted cost at the item's own size, and :mod:`polydom.index.cascade` learns the
 thresholds (one per stage, or per stage and predicted class). Held-out data is never read here.
+
+Each early stage's fold models also become its :class:`~polydom.index.cascade.Committee` when
+all of them are softmax-linear (:func:`polydom.lean.linear_proba_arrays`): serving then decides
+with the models whose confidence the thresholds were learned on.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from polydom.index.anytime import chain_prefixes
-from polydom.index.cascade import Cascades, fit_thresholds, fit_to_target
+from polydom.index.cascade import Cascades, Committee, fit_thresholds, fit_to_target
 from polydom.index.costcurve import set_cost_matrix
 from polydom.index.poly import horner
+from polydom.lean import linear_proba_arrays
 
 __all__ = ["CASCADE_FOLDS", "train_cascades"]
 
@@ -68,7 +73,7 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
     classes = np.unique(learner.y)
     y = np.searchsorted(classes, learner.y)
     space = index.space
-    thresholds = {}
+    thresholds, committees = {}, {}
     for mask in index.candidates:
         order = index.chains.get(mask, ())
         if len(order) < 2:
@@ -89,4 +94,22 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
             target = target_accuracy if target_accuracy is not None else plain - allowed_loss
             fit = fit_to_target(proba, costs, y, target_accuracy=float(target), per_class=per_class)
         thresholds[mask] = fit.thresholds
-    return Cascades(thresholds, classes.tolist())
+        for prefix in prefixes[:-1]:  # the last stage always answers: no decision to take
+            if prefix not in committees:
+                committees[prefix] = _committee(learner, space.frozenset(prefix), splits, classes)
+    return Cascades(thresholds, classes.tolist(), {m: c for m, c in committees.items() if c is not None})
+
+
+def _committee(learner, features, splits, classes) -> Committee | None:
+    """The prefix's fold models as a committee, or None unless every one is softmax-linear over
+    all ``classes`` (checked on the training rows it reads)."""
+    X = learner.X[:, learner.columns_of(features)]
+    arrays = []
+    for model in learner.fold_models(features, splits):
+        found = linear_proba_arrays(model, X) if np.array_equal(getattr(model, "classes_", None), classes) else None
+        if found is None:
+            return None
+        arrays.append(found)
+    if not arrays:
+        return None
+    return Committee(*(np.stack(parts) for parts in zip(*arrays)))

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LeanConstant", "LeanLinear", "SklearnPredictor", "lean_model"]
+__all__ = ["LeanConstant", "LeanLinear", "SklearnPredictor", "lean_model", "linear_proba_arrays"]
 
 _LINEAR_CLASSIFIERS = (
     "SGDClassifier", "LogisticRegression", "LogisticRegressionCV", "LinearSVC", "RidgeClassifier",
@@ -222,3 +222,65 @@ def lean_model(model) -> LeanConstant | LeanLinear | SklearnPredictor:
         return lean if lean is not None else SklearnPredictor(model)
     lean = _lean_linear(model, [])
     return lean if lean is not None else SklearnPredictor(model)
+
+
+#: Classifiers whose ``predict_proba`` is the softmax of their linear scores (the logistic of the
+#: one score when there are two classes) -- checked on data before it is relied on.
+_SOFTMAX_CLASSIFIERS = ("LinearDiscriminantAnalysis", "LogisticRegression", "LogisticRegressionCV")
+
+
+def linear_proba_arrays(model, X_check: np.ndarray, atol: float = 1e-9):
+    """A fitted model's class probabilities as arrays: ``(mean, scale, coef_t, intercept)``.
+
+    For a softmax-linear classifier (``LinearDiscriminantAnalysis``, multinomial
+    ``LogisticRegression``), optionally behind ``StandardScaler`` steps, the probabilities of a
+    row ``x`` are ``softmax(((x - mean) / scale) @ coef_t + intercept)`` -- or, with one score
+    column (two classes), ``[1 - expit(s), expit(s)]``. The scalers are folded into one ``mean``
+    and ``scale``, which rounds differently from scikit-learn's step-by-step path, so the
+    arrays are accepted only if they reproduce ``model.predict_proba(X_check)`` within ``atol``.
+
+    Returns None for any other model, or when the check fails (a one-vs-rest logistic
+    regression, for example, normalises its class scores differently).
+    """
+    steps = [s for _, s in model.steps] if _class_name(model) == "Pipeline" else [model]
+    final = steps[-1] if steps else None
+    if final is None or _class_name(final) not in _SOFTMAX_CLASSIFIERS:
+        return None
+    coef, intercept = getattr(final, "coef_", None), getattr(final, "intercept_", None)
+    if not isinstance(coef, np.ndarray) or coef.ndim != 2 or intercept is None:
+        return None
+    mean, scale = np.zeros(coef.shape[1]), np.ones(coef.shape[1])
+    for step in steps[:-1]:
+        if step is None or step == "passthrough":
+            continue
+        scaler = _lean_scaler(step)
+        if scaler is None:
+            return None
+        # ((x - m) / s - m2) / s2 == (x - (m + m2 * s)) / (s * s2)
+        if scaler[0] is not None:
+            mean = mean + scaler[0] * scale
+        if scaler[1] is not None:
+            scale = scale * scaler[1]
+    arrays = mean, scale, np.ascontiguousarray(coef.T, dtype=np.float64), np.atleast_1d(np.asarray(intercept, dtype=np.float64))
+    X_check = np.asarray(X_check, dtype=np.float64)
+    if X_check.ndim != 2 or X_check.shape[1] != len(mean) or not len(X_check):
+        return None
+    try:
+        expected = model.predict_proba(X_check)
+    except Exception:  # noqa: BLE001 - a model that cannot say its probabilities has no arrays
+        return None
+    if expected.shape[1] != max(2, arrays[2].shape[1]) or not np.allclose(
+            softmax_linear_proba(X_check, *arrays), expected, rtol=0.0, atol=atol):
+        return None
+    return arrays
+
+
+def softmax_linear_proba(X: np.ndarray, mean, scale, coef_t, intercept) -> np.ndarray:
+    """Class probabilities of the rows of ``X`` from :func:`linear_proba_arrays`'s arrays."""
+    scores = ((X - mean) / scale) @ coef_t + intercept
+    if scores.shape[1] == 1:
+        p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
+        return np.stack([1.0 - p1, p1], axis=1)
+    scores = scores - scores.max(axis=1, keepdims=True)
+    e = np.exp(scores)
+    return e / e.sum(axis=1, keepdims=True)

@@ -8,6 +8,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 import polydom
 from polydom.blackbox import FeatureSetLearner, make_splits
 from polydom.cascades import train_cascades
+from polydom.index.anytime import chain_prefixes
 from polydom.index.cascade import Cascades
 
 
@@ -133,3 +134,64 @@ def test_out_of_fold_probabilities_follow_the_folds_they_are_asked_for(built):
     assert learner.oof_proba(["q0", "q1"], ten)[0] is tenfold and learner.oof_proba(["q0", "q1"])[0] is default
     cascades = train_cascades(index, learner, sizes, splits=ten)
     assert cascades.thresholds and set(cascades.thresholds) <= set(index.candidates)
+
+
+def test_early_stages_decide_with_the_mean_probability_of_their_fold_models(built, tmp_path):
+    X, y, columns, learner, index, sizes = built
+    cascades = train_cascades(index, learner, sizes)
+    early = {p for m, order in index.chains.items() if m in cascades.thresholds
+             for p in chain_prefixes(order)[1:-1]}
+    assert early and set(cascades.committees) == early  # LDA is softmax-linear: every early stage has one
+    prefix = max(early, key=lambda p: bin(p).count("1"))
+    names = index.space.frozenset(prefix)
+    Xs = X[:, learner.columns_of(names)]
+    folds = learner.fold_models(names)
+    committee = cascades.committees[prefix]
+    for row in Xs[:25]:
+        expected = np.mean([m.predict_proba(row.reshape(1, -1))[0] for m in folds], axis=0)
+        np.testing.assert_allclose(committee.proba(row), expected, rtol=0, atol=1e-9)
+    # The committee, not the served model, decides: a threshold between their confidences
+    # stops on one and not the other.
+    served = index.models[prefix]
+    mask = next(m for m, order in index.chains.items() if m in cascades.thresholds and prefix in chain_prefixes(order))
+    stage = chain_prefixes(index.chains[mask]).index(prefix) - 1
+    row = max(Xs[:200], key=lambda r: abs(served.predict_proba(r.reshape(1, -1)).max() - committee.proba(r).max()))
+    sure, vote = served.predict_proba(row.reshape(1, -1)).max(), committee.proba(row).max()
+    thresholds = {m: t.copy() for m, t in cascades.thresholds.items()}
+    thresholds[mask][stage] = (sure + vote) / 2
+    between = Cascades(thresholds, cascades.classes, cascades.committees)
+    assert between.confident(mask, stage, served, row, prefix) == (vote > sure)
+    assert between.confident(mask, stage, served, row) == (sure > vote)  # no prefix given: the model decides
+    # Stored with the index and read back as they were.
+    index.with_cascades(cascades).save(tmp_path / "ix")
+    loaded = polydom.load(tmp_path / "ix").cascades.committees
+    assert set(loaded) == set(cascades.committees)
+    for p, c in cascades.committees.items():
+        assert all(np.array_equal(getattr(loaded[p], a), getattr(c, a)) for a in ("mean", "scale", "coef", "intercept"))
+
+
+def test_learners_without_softmax_linear_probabilities_decide_with_the_served_model():
+    from sklearn.naive_bayes import GaussianNB
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0, y[:300]
+    columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(3)}
+    learner = FeatureSetLearner(X, y, columns, GaussianNB(), make_splits(3, y, random_state=0))
+    index = polydom.build({name: [0.001 * (i + 1)] for i, name in enumerate(columns)}, learner, e=0.0)
+    cascades = train_cascades(index, learner, np.full(len(y), 64.0), allowed_loss=0.05)
+    assert cascades.thresholds and not cascades.committees
+
+
+def test_damaged_committees_are_refused_when_read(built):
+    from polydom.index.skylinestate import check_arrays, encode
+
+    X, y, columns, learner, index, sizes = built
+    state = encode(index.with_cascades(train_cascades(index, learner, sizes)))
+    damaged = [("committee_values", lambda a: a[:-1], "does not match"),
+               ("committee_values", lambda a: np.where(np.arange(len(a)) == 3, np.nan, a), "non-finite"),
+               ("committee_shapes", lambda a: np.where(np.arange(len(a)) == 0, 0, a), "empty committee"),
+               ("committee_masks", lambda a: a * 0 + (1 << 40), "outside")]
+    for name, damage, message in damaged:
+        arrays = dict(state.arrays, **{name: damage(state.arrays[name])})
+        with pytest.raises(ValueError, match=message):
+            check_arrays(state.meta, arrays)

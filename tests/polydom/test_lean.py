@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.dummy import DummyClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import (
@@ -13,13 +14,14 @@ from sklearn.linear_model import (
     RidgeClassifier,
     SGDClassifier,
 )
+from sklearn.naive_bayes import GaussianNB
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
-from polydom.lean import LeanConstant, LeanLinear, SklearnPredictor, lean_model
+from polydom.lean import LeanConstant, LeanLinear, SklearnPredictor, lean_model, linear_proba_arrays, softmax_linear_proba
 
 LEAN = [
     lambda: make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1", random_state=0)),
@@ -116,3 +118,28 @@ def test_lean_is_much_cheaper_than_sklearn_per_row():
         model.predict(row.reshape(1, -1))
     sk_t = time.perf_counter() - start
     assert lean_t * 5 < sk_t
+
+
+SOFTMAX_LINEAR = [
+    lambda: LinearDiscriminantAnalysis(),
+    lambda: make_pipeline(StandardScaler(), LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto")),
+    lambda: make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000)),
+    lambda: Pipeline([("a", StandardScaler(with_std=False)), ("b", StandardScaler()), ("c", LogisticRegression(max_iter=2000))]),
+]
+
+
+@pytest.mark.parametrize("make", SOFTMAX_LINEAR)
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_softmax_linear_probabilities_as_arrays_equal_sklearn(make, n_classes):
+    X, y = _data(n_classes)
+    model = _fit(make, X[:160], y[:160])
+    arrays = linear_proba_arrays(model, X[:160])
+    assert arrays is not None
+    np.testing.assert_allclose(softmax_linear_proba(X[160:], *arrays), model.predict_proba(X[160:]), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("make", [lambda: GaussianNB(), lambda: KNeighborsClassifier(3), lambda: make_pipeline(MinMaxScaler(), LogisticRegression(max_iter=2000)),
+                                  lambda: make_pipeline(StandardScaler(), SGDClassifier(loss="log_loss", random_state=0))])
+def test_models_whose_probabilities_are_not_a_scaled_softmax_have_no_arrays(make):
+    X, y = _data(4)
+    assert linear_proba_arrays(_fit(make, X, y), X) is None
