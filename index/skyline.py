@@ -169,7 +169,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return self.explored
 
     def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-               guarded=True, serving_guards=None) -> Choice:
+               guarded=True, serving_guards=None, speculate=False) -> Choice:
         """Serve on a real clock, anytime: fall back to a computed prefix, upgrade when time is left.
 
         Computes the looked-up set's features one by one in its chain's order; before each, the
@@ -183,7 +183,11 @@ class PolyDomIndex(CostSensitiveIndex):
         ignores the cost guards (:meth:`cost_guards`), as a batch sharing one total does: its
         items' overruns are booked and re-planned, not prevented one by one. ``serving_guards``
         (a :class:`~polydom.index.servingguards.ServingGuards`) supplies guards learned from
-        earlier walks and records this one's measured times.
+        earlier walks and records this one's measured times. With ``speculate``, a feature the
+        guards refuse is still started where its predicted cost fits, as
+        ``compute(name, deadline)``, which must raise
+        :class:`~polydom.index.anytime.FeatureTimeout` once ``clock()`` passes ``deadline``
+        (see :mod:`polydom.index.anytime`).
 
         Returns
         -------
@@ -191,13 +195,14 @@ class PolyDomIndex(CostSensitiveIndex):
             Its ``cost`` is the measured time on ``clock``.
         """
         return self.select_steps(size, budget, compute, clock, stop_when_confident=stop_when_confident,
-                                 guarded=guarded, serving_guards=serving_guards)[0]
+                                 guarded=guarded, serving_guards=serving_guards, speculate=speculate)[0]
 
     def select_steps(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-                     guarded=True, serving_guards=None):
+                     guarded=True, serving_guards=None, speculate=False):
         """:meth:`select`, with what happened: ``(choice, steps)``, the steps as
         ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` (the next feature did not
-        fit) and ``("confident", mask)`` (the cascade stopped), in order."""
+        fit), ``("confident", mask)`` (the cascade stopped), ``("speculate", name)`` and
+        ``("abandon", name)`` (started past the guard; missed the deadline), in order."""
         if stop_when_confident and not self.cascades:
             raise ValueError("this index has no cascade thresholds; train them (cascade=True) to stop when confident")
         if not self.chains:
@@ -208,7 +213,7 @@ class PolyDomIndex(CostSensitiveIndex):
         check_query(size, budget, self.domain)
         mask, elapsed, steps = serve_anytime(
             self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
-            serving_guards=serving_guards,
+            serving_guards=serving_guards, speculate=speculate,
         )
         return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models), steps
 

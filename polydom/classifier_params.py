@@ -42,6 +42,7 @@ CONSTRAINTS = {
     "calibrate_costs": [Boolean()],
     "cost_guard": [Real(0.5, 1.0), NoneValue()],
     "learn_guards": [Boolean()],
+    "speculate": [Boolean()],
     "backend": [Options(buildable())],
     "lambdas": [NoneValue(), SequenceOf("numbers")],
     "timing_sides": [NoneValue(), SequenceOf("integers >= 8", Integer(low=8))],

@@ -11,7 +11,11 @@ which backend the index is.
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +23,7 @@ import numpy as np
 
 from polydom.featurizers import Feature, validate_image
 
+from polydom.index.anytime import FeatureTimeout
 from polydom.index.servingguards import ServingGuards
 
 from .calibration import DEFAULT_GUARD_QUANTILE
@@ -55,7 +60,9 @@ class Explanation:
     steps : tuple
         What serving did, in order: ``("compute", feature)``, ``("upgrade", features)`` (time
         was left, so a more accurate set became the target), ``("stop", feature)`` (that feature
-        no longer fitted the time left) and ``("confident", features)`` (the cascade stopped).
+        no longer fitted the time left), ``("confident", features)`` (the cascade stopped),
+        ``("speculate", feature)`` (started although its guarded cost did not fit) and
+        ``("abandon", feature)`` (it missed the deadline and was left to finish unused).
     """
 
     item: int
@@ -70,9 +77,10 @@ class Explanation:
 
     @property
     def stopped_because(self) -> str:
-        """Why serving ended: ``"complete"``, ``"budget"`` or ``"confident"``."""
+        """Why serving ended: ``"complete"``, ``"budget"`` (the next feature did not fit, or a
+        feature tried past its guard missed the deadline) or ``"confident"``."""
         last = self.steps[-1][0] if self.steps else "compute"
-        return {"stop": "budget", "confident": "confident"}.get(last, "complete")
+        return {"stop": "budget", "abandon": "budget", "confident": "confident"}.get(last, "complete")
 
     @property
     def within_budget(self) -> bool:
@@ -137,7 +145,7 @@ class ServingPlanner:
         At least every feature of ``index``.
     """
 
-    def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False):
+    def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False, speculate: bool = True):
         missing = [n for n in index.features if n not in features]
         if missing:
             raise ValueError(f"no Feature objects for the index's features {missing}")
@@ -147,6 +155,9 @@ class ServingPlanner:
         self._models = index.models
         # Stop buying features once a prefix's model is sure (only where thresholds were trained).
         self.cascade = bool(cascade) and bool(getattr(index, "cascades", None))
+        # Try a feature the guards refuse on a worker thread, abandoned at the deadline
+        # (polydom.index.anytime, "trying past the guard"); anytime indexes only.
+        self.speculate = bool(speculate)
         # Guards that follow this process's measured feature times (polydom.index.servingguards),
         # at the quantile the fit's guards were taken at; none where the index has no guards or
         # was fitted with learn_guards=False (the quantile is then None).
@@ -156,7 +167,7 @@ class ServingPlanner:
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
-        return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade)
+        return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade, speculate=self.speculate)
 
     def plan(self, key: int) -> SetPlan:
         """The plan of the trained set with mask ``key`` (prepared once). ``O(1)`` once cached."""
@@ -191,15 +202,22 @@ class ServingPlanner:
         computed = {}
         features = self.features
 
-        def compute(name: str) -> np.ndarray:
-            computed[name] = vector = features[name].evaluate(array, index=i)
+        def compute(name: str, deadline: float | None = None) -> np.ndarray:
+            if deadline is None:
+                vector = features[name].evaluate(array, index=i)
+            else:
+                vector = _by_deadline(features[name], array, i, deadline)
+            computed[name] = vector
             return vector
 
         options = {"stop_when_confident": True} if self.cascade else {}
         if not guarded:
             options["guarded"] = False
-        elif self.serving_guards is not None:
-            options["serving_guards"] = self.serving_guards
+        else:
+            if self.serving_guards is not None:
+                options["serving_guards"] = self.serving_guards
+            if self.speculate and getattr(self.index, "chains", None):
+                options["speculate"] = True
         with_steps = getattr(self.index, "select_steps", None)
         if with_steps is not None:
             choice, steps = with_steps(size, budget, compute, **options)
@@ -246,3 +264,23 @@ class ServingPlanner:
             out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
                                    float(predicted), float(s.measured), label, s.steps))
         return out
+
+
+_SPECULATOR = None
+_SPECULATOR_LOCK = threading.Lock()
+
+
+def _by_deadline(feature: Feature, array: np.ndarray, i: int, deadline: float) -> np.ndarray:
+    """``feature`` on ``array``, computed on a worker thread; ``FeatureTimeout`` once
+    ``time.perf_counter()`` passes ``deadline`` (the computation is left to finish unused: a
+    Python thread cannot be stopped)."""
+    global _SPECULATOR
+    with _SPECULATOR_LOCK:
+        if _SPECULATOR is None:
+            # Two workers: one abandoned computation does not hold up the next request's.
+            _SPECULATOR = ThreadPoolExecutor(max_workers=2, thread_name_prefix="polydom-speculate")
+    future = _SPECULATOR.submit(feature.evaluate, array, index=i)
+    try:
+        return future.result(timeout=max(0.0, deadline - time.perf_counter()))
+    except FutureTimeout:
+        raise FeatureTimeout(feature.name) from None

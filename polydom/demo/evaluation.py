@@ -69,28 +69,40 @@ class GridResult:
 
 
 #: How a grid serves: the index's own ``select`` (anytime for PolyDom), the cascade on top of it,
-#: or the plain rule -- look the set up from predicted costs, then compute all of it.
-MODES = ("select", "cascade", "plain")
+#: the walk without trying features past their guards (``"guarded"``; ``"select"`` follows the
+#: classifier's ``speculate``), or the plain rule -- look the set up from predicted costs, then
+#: compute all of it.
+MODES = ("select", "cascade", "guarded", "plain")
 
 
 def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float,
                      row: np.ndarray | None = None, columns: dict | None = None, mode: str = "select",
-                     serving_guards=None):
+                     serving_guards=None, speculate: bool = False):
     """Serve one item with a clock replaying its recorded feature times (``seconds``); ``compute``
     hands back the item's recorded feature vector (from ``row``) for models that read it.
-    ``serving_guards`` learns from the replayed times as serving learns from real ones."""
+    ``serving_guards`` learns from the replayed times as serving learns from real ones; with
+    ``speculate`` a feature tried past its guard that would miss the deadline is abandoned there,
+    the clock standing at the deadline."""
     from polydom.index.protocol import CostSensitiveIndex
+
+    from polydom.index.anytime import FeatureTimeout
 
     now = [0.0]
 
-    def compute(name):
-        now[0] += seconds[positions[name]]
+    def compute(name, deadline=None):
+        took = seconds[positions[name]]
+        if deadline is not None and now[0] + took > deadline:
+            now[0] = deadline  # abandoned at the deadline, as serving's worker thread is
+            raise FeatureTimeout(name)
+        now[0] += took
         return None if row is None else row[columns[name]]
 
     clock = lambda: now[0]  # noqa: E731 - a replayed clock
     if mode == "plain":
         return CostSensitiveIndex.select(index, size, min(budget, _FLOAT_MAX), compute, clock)
     options = {"stop_when_confident": True} if mode == "cascade" else {}
+    if speculate and getattr(index, "chains", None):
+        options["speculate"] = True
     return index.select(size, min(budget, _FLOAT_MAX), compute, clock, serving_guards=serving_guards, **options)
 
 
@@ -110,7 +122,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     y : array_like
         True labels.
     budgets : sequence of float
-    mode : {"select", "cascade", "plain"}, default "select"
+    mode : {"select", "cascade", "guarded", "plain"}, default "select"
         See :data:`MODES`.
 
     Returns
@@ -120,6 +132,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     planner = clf.planner_
+    speculate = mode != "guarded" and bool(getattr(clf, "speculate", False))
     sizes = np.asarray(sizes, dtype=np.float64)
     y = np.asarray(y)
     budgets = np.asarray(budgets, dtype=np.float64)
@@ -135,7 +148,8 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget),
-                                      X[i], columns, mode, planner.serving_guards)
+                                      X[i], columns, "select" if mode == "guarded" else mode, planner.serving_guards,
+                                      speculate)
             keys[i], measured[b, i] = choice.key, choice.cost
         served[b] = keys
         for key in np.unique(keys):

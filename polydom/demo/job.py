@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .settings import (
-    BACKENDS, BASE_PARAMS, CASCADE, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
+    BACKENDS, BASE_PARAMS, CASCADE, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, GUARD_ONLY, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
     SERVING, TIES, TIMING_SIDES,
 )
 
@@ -237,6 +237,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
             fitted[TIES].fit_stats_["build_seconds"] = fit_seconds[TIES]
             _log(f"{TIES}: {PRIMARY}'s sets swept again with the tie rule, {fit_seconds[TIES]:.1f} s")
             fitted[PLAIN], fit_seconds[PLAIN] = fitted[PRIMARY], 0.0  # the same index, served without the walk
+            fitted[GUARD_ONLY], fit_seconds[GUARD_ONLY] = fitted[PRIMARY], 0.0  # ... and walked without speculation
     stages["fit the backends"] = sum(fit_seconds.values())
     primary = fitted[PRIMARY]
 
@@ -246,11 +247,11 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     loaded = polydom.CostSensitiveClassifier.load(index_dir)
     sizes_bytes = {PRIMARY: _index_bytes(index_dir)}
     for name, model in fitted.items():
-        if name not in (PRIMARY, PLAIN):
+        if name not in (PRIMARY, PLAIN, GUARD_ONLY):
             path = os.path.join(out, "indexes", name.replace(" ", "-").replace("α=", "alpha"))
             model.save(path)
             sizes_bytes[name] = _index_bytes(path)
-    sizes_bytes[PLAIN] = sizes_bytes[PRIMARY]
+    sizes_bytes[PLAIN] = sizes_bytes[GUARD_ONLY] = sizes_bytes[PRIMARY]
     stages["save and load the indexes"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -19,7 +19,7 @@ from .markdown import ms as _ms
 from .markdown import pct as _pct
 from .markdown import table as _table
 from .markdown import us as _us
-from .settings import PLAIN, PRIMARY, TIES
+from .settings import GUARD_ONLY, PLAIN, PRIMARY, TIES
 
 __all__ = ["write_report"]
 
@@ -238,7 +238,7 @@ def write_report(path, r: dict) -> str:
         f"NaiveExpandAll expands all 2^{n_feat} = {2 ** n_feat}). {_img(r['figures']['expansions'], 'expansions')}\n")
     rows = []
     for n, m in fitted.items():
-        if n in (TIES, PLAIN):
+        if n in (TIES, PLAIN, GUARD_ONLY):
             continue
         s = m.fit_stats_
         total = s["trained"] + s["reused"]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import polydom
 from polydom.greedy.anytime import walk_measured
-from polydom.index.anytime import chain_prefixes, serve_anytime
+from polydom.index.anytime import FeatureTimeout, chain_prefixes, serve_anytime
 
 # Three features; costs are constants (seconds) so the clock is easy to script.
 COSTS = {"cheap": [1.0], "mid": [2.0], "slow": [4.0]}
@@ -381,3 +381,47 @@ def test_serving_guards_refuse_bad_settings(any_index):
         ServingGuards(any_index, window=4, min_calls=5)
     with pytest.raises(ValueError, match="pool_min_calls"):
         ServingGuards(any_index, pool_min_calls=0)
+
+
+# ------------------------------------------------------------------ trying past the guard
+
+
+class DeadlineClock(ScriptedClock):
+    """``compute(name, deadline)`` gives up at ``deadline`` as a worker abandoned there would."""
+
+    def compute(self, name, deadline=None):
+        if deadline is not None and self.now + self.durations[name] > deadline:
+            self.now = deadline
+            raise FeatureTimeout(name)
+        super().compute(name)
+
+
+def test_a_feature_the_guard_refuses_is_tried_with_a_deadline_and_never_answers_late(index):
+    from polydom.index.servingguards import ServingGuards
+
+    ix = guarded(index, cheap=2.0)  # cheap (1 s) needs 2 s with its guard; budget 1.5 refuses it
+    plain = DeadlineClock({"cheap": 1.2, "mid": 2.0, "slow": 4.0})
+    assert ix.select(1.0, 1.5, plain.compute, plain).features == frozenset() and plain.computed == []
+    # It finishes in time: the more accurate set is served.
+    learn = ServingGuards(ix, quantile=0.98, window=64, min_calls=1, pool_min_calls=1, refresh=1)
+    fast = DeadlineClock({"cheap": 1.2, "mid": 2.0, "slow": 4.0})
+    choice, steps = ix.select_steps(1.0, 1.5, fast.compute, fast, speculate=True, serving_guards=learn)
+    assert choice.features == frozenset({"cheap"}) and choice.cost == 1.2
+    assert steps == [("speculate", "cheap"), ("compute", "cheap")]
+    # It does not: the walk answers at the deadline with what it had, on time.
+    slow = DeadlineClock({"cheap": 3.0, "mid": 2.0, "slow": 4.0})
+    choice, steps = ix.select_steps(1.0, 1.5, slow.compute, slow, speculate=True, serving_guards=learn)
+    assert choice.features == frozenset() and choice.cost == 1.5
+    assert steps == [("speculate", "cheap"), ("abandon", "cheap")]
+    assert learn.seen(1.0) == (0, 0, 0)  # speculative calls, finished or not, teach no guard
+    # Never tried where even the unguarded prediction does not fit.
+    tight = DeadlineClock({"cheap": 0.1, "mid": 2.0, "slow": 4.0})
+    assert ix.select(1.0, 0.9, tight.compute, tight, speculate=True).features == frozenset() and tight.computed == []
+
+
+def test_speculation_changes_nothing_where_the_guards_let_the_walk_through(index):
+    for budget in (1.0, 3.0, 4.5, 7.0):
+        a = ScriptedClock({n: c[0] for n, c in COSTS.items()})
+        b = DeadlineClock({n: c[0] for n, c in COSTS.items()})
+        assert index.select(1.0, budget, a.compute, a) == index.select(1.0, budget, b.compute, b, speculate=True)
+        assert a.computed == b.computed

@@ -75,3 +75,26 @@ def test_serving_learns_guards_only_where_the_index_has_them(index, features):
     assert sum(planner.serving_guards.seen(256.0)) >= 60 and planner.serving_guards.seen(1e6) == (0, 0)
     index.params = {**index.params, "cost_guard_quantile": None}  # fitted with cost_guard=None
     assert ServingPlanner(index, features).serving_guards is None
+
+
+def test_a_feature_tried_past_its_guard_is_abandoned_at_the_deadline_and_errors_still_surface():
+    import threading
+    import time
+
+    from polydom.featurizers import Feature, FeatureError
+    from polydom.index.anytime import FeatureTimeout
+    from polydom.serving import _by_deadline
+
+    release = threading.Event()
+    image = np.zeros((8, 8))
+    stuck = Feature("stuck", lambda im: (release.wait(5.0), np.ones(2))[1])
+    quick = Feature("quick", lambda im: np.full(3, 7.0))
+    broken = Feature("broken", lambda im: 1 / 0)
+    start = time.perf_counter()
+    with pytest.raises(FeatureTimeout, match="stuck"):
+        _by_deadline(stuck, image, 0, start + 0.05)
+    assert time.perf_counter() - start < 2.0  # answered near the deadline, not when the feature ended
+    np.testing.assert_array_equal(_by_deadline(quick, image, 0, time.perf_counter() + 5.0), np.full(3, 7.0))
+    with pytest.raises(FeatureError, match="broken"):
+        _by_deadline(broken, image, 0, time.perf_counter() + 5.0)
+    release.set()
