@@ -69,10 +69,9 @@ class GridResult:
 
 
 #: How a grid serves: the index's own ``select`` (anytime for PolyDom), the cascade on top of it,
-#: the walk without trying features past their guards (``"guarded"``; ``"select"`` follows the
-#: classifier's ``speculate``), or the plain rule -- look the set up from predicted costs, then
-#: compute all of it.
-MODES = ("select", "cascade", "guarded", "plain")
+#: or the plain rule -- look the set up from predicted costs, then compute all of it. The walks
+#: try features past their guards as the classifier's ``speculate`` says.
+MODES = ("select", "cascade", "plain")
 
 
 def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float,
@@ -122,7 +121,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     y : array_like
         True labels.
     budgets : sequence of float
-    mode : {"select", "cascade", "guarded", "plain"}, default "select"
+    mode : {"select", "cascade", "plain"}, default "select"
         See :data:`MODES`.
 
     Returns
@@ -132,7 +131,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     planner = clf.planner_
-    speculate = mode != "guarded" and bool(getattr(clf, "speculate", False))
+    speculate = bool(getattr(clf, "speculate", False))
     sizes = np.asarray(sizes, dtype=np.float64)
     y = np.asarray(y)
     budgets = np.asarray(budgets, dtype=np.float64)
@@ -148,8 +147,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget),
-                                      X[i], columns, "select" if mode == "guarded" else mode, planner.serving_guards,
-                                      speculate)
+                                      X[i], columns, mode, planner.serving_guards, speculate)
             keys[i], measured[b, i] = choice.key, choice.cost
         served[b] = keys
         for key in np.unique(keys):

@@ -22,7 +22,7 @@ from .settings import (
     SERVING, TIES, TIMING_SIDES,
 )
 
-__all__ = ["run_demo", "with_tolerance", "split_pictures", "load_split"]
+__all__ = ["run_demo", "with_tolerance", "without_speculation", "split_pictures", "load_split"]
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
@@ -51,6 +51,17 @@ def with_tolerance(clf, tolerance: float | None):
     expanded = clf.fit_stats_["expanded"]
     out.fit_stats_ = {**clf.fit_stats_, "extract_seconds": 0.0, "timing_seconds": 0.0, "build_seconds": 0.0,
                       "trained": 0, "reused": expanded}
+    return out
+
+
+def without_speculation(clf):
+    """``clf`` walked without trying features past their guards (``speculate=False``), with
+    serving guards of its own, so that neither walk learns from the other's calls."""
+    from polydom.serving import ServingPlanner
+
+    out = copy.copy(clf)
+    out.speculate = False
+    out.planner_ = ServingPlanner(clf.index_, clf.planner_.features, cascade=clf.planner_.cascade, speculate=False)
     return out
 
 
@@ -237,7 +248,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
             fitted[TIES].fit_stats_["build_seconds"] = fit_seconds[TIES]
             _log(f"{TIES}: {PRIMARY}'s sets swept again with the tie rule, {fit_seconds[TIES]:.1f} s")
             fitted[PLAIN], fit_seconds[PLAIN] = fitted[PRIMARY], 0.0  # the same index, served without the walk
-            fitted[GUARD_ONLY], fit_seconds[GUARD_ONLY] = fitted[PRIMARY], 0.0  # ... and walked without speculation
+            fitted[GUARD_ONLY], fit_seconds[GUARD_ONLY] = without_speculation(fitted[PRIMARY]), 0.0
     stages["fit the backends"] = sum(fit_seconds.values())
     primary = fitted[PRIMARY]
 

@@ -214,7 +214,10 @@ def write_report(path, r: dict) -> str:
         "the wall clock; a set's measured time on an image is the sum of its features' times there. Every backend "
         "answers through its index's `select`, as at serving time, with a clock replaying those times: sets are "
         f"chosen from the fitted ({primary.cost_quantile} quantile) curves, and a feature starts only while the time "
-        f"already spent plus its guarded predicted cost fits (`cost_guard={primary.cost_guard}`). {_img(r['figures']['violations_by_size'], 'violations')}\n")
+        f"already spent plus its guarded predicted cost fits (`cost_guard={primary.cost_guard}`); where the guard "
+        "refuses a feature whose unguarded cost fits and that would serve a more accurate set, PolyDom tries it "
+        "(`speculate=True`) and, if its replayed time would pass the budget, abandons it there and answers with what "
+        f"it had, on time. {_img(r['figures']['violations_by_size'], 'violations')}\n")
     rows = []
     for n in names:
         gr = grids[n]

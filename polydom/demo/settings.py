@@ -50,7 +50,7 @@ PLAIN = "PolyDom α=1 plain"
 #: what starting a refused feature with a deadline adds.
 GUARD_ONLY = "PolyDom α=1 guard only"
 #: How each backend is served on the held-out grid (default: its index's anytime ``select``).
-SERVING = {CASCADE: "cascade", PLAIN: "plain", GUARD_ONLY: "guarded"}
+SERVING = {CASCADE: "cascade", PLAIN: "plain"}
 #: Variants of the primary that isolate one of its parts; the Conclusions' ranking leaves them
 #: out, the cell-by-cell section compares them.
 ABLATIONS = (PLAIN, GUARD_ONLY, WORST_CASE)
