@@ -30,8 +30,10 @@ there, the next feature's *unguarded* predicted cost still fits, and finishing i
 more accurate set, the walk may start it with a deadline: ``compute(name, deadline)``, where
 ``deadline`` is the clock reading by which the walk must answer, either returns in time or raises
 :class:`FeatureTimeout` at the deadline, and the walk then answers with what it had. Such an
-answer is never late; the caller pays, at most, a computation abandoned in the background.
-Speculative calls do not teach the serving guards (those that finish are the fast ones).
+answer is never late; the caller pays a computation abandoned in the background, which shares
+the machine with the next requests (serving one image after another on two cores, that cost some
+of them their budget), so the option is off by default. Speculative calls do not teach the
+serving guards (those that finish are the fast ones).
 
 Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's
 features, and every prefix of it (``{}`` and the set included) is a trained set.

@@ -146,7 +146,7 @@ class ServingPlanner:
         At least every feature of ``index``.
     """
 
-    def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False, speculate: bool = True):
+    def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False, speculate: bool = False):
         missing = [n for n in index.features if n not in features]
         if missing:
             raise ValueError(f"no Feature objects for the index's features {missing}")

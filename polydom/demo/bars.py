@@ -15,7 +15,7 @@ import numpy as np
 from . import cells, stats
 from .conclusions import side
 from .markdown import ms, pct, table
-from .settings import CASCADE, GUARD_ONLY, PLAIN, PRIMARY, RIVALS, WORST_CASE
+from .settings import CASCADE, SPECULATIVE, PLAIN, PRIMARY, RIVALS, WORST_CASE
 
 __all__ = ["section", "VIOLATION_BAR"]
 
@@ -71,7 +71,7 @@ def section(r: dict) -> list[str]:
             cells.versus(grids, PRIMARY, rivals, sizes, pictures), f"the best of {', '.join(rivals)}"))
         out.append(table(["backend", "mean over cells", f"{PRIMARY} minus it"], _mean_over_cells(r, [PRIMARY] + rivals)))
         out.append("")
-    anytime = [n for n in (PLAIN, GUARD_ONLY, "GreedyCost") if n in grids]
+    anytime = [n for n in (PLAIN, SPECULATIVE, "GreedyCost") if n in grids]
     if anytime:
         out.append("**Anytime serving.** " + " ".join(
             _cells_line(cells.versus(grids, PRIMARY, [n], sizes, pictures), n).strip() for n in anytime) + "\n")
@@ -86,7 +86,7 @@ def section(r: dict) -> list[str]:
                    "(a caller with a hard deadline gets no answer): " + " ".join(
                        _cells_line(cells.versus(on_time, PRIMARY, [n], sizes, pictures), n).strip() for n in anytime)
                    + f" Mean over cells, on time: {means}.\n")
-    shown = [n for n in (PRIMARY, PLAIN, GUARD_ONLY, "GreedyCost", CASCADE, WORST_CASE) if n in grids]
+    shown = [n for n in (PRIMARY, PLAIN, SPECULATIVE, "GreedyCost", CASCADE, WORST_CASE) if n in grids]
     rows = []
     for n in shown:
         per_cell = cells.violations(grids[n], sizes)

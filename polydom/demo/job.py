@@ -18,11 +18,11 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .settings import (
-    BACKENDS, BASE_PARAMS, CASCADE, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, GUARD_ONLY, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
+    BACKENDS, BASE_PARAMS, CASCADE, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
     SERVING, TIES, TIMING_SIDES,
 )
 
-__all__ = ["run_demo", "with_tolerance", "without_speculation", "split_pictures", "load_split"]
+__all__ = ["run_demo", "with_tolerance", "with_speculation", "split_pictures", "load_split"]
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
@@ -54,14 +54,14 @@ def with_tolerance(clf, tolerance: float | None):
     return out
 
 
-def without_speculation(clf):
-    """``clf`` walked without trying features past their guards (``speculate=False``), with
-    serving guards of its own, so that neither walk learns from the other's calls."""
+def with_speculation(clf):
+    """``clf`` walked trying features past their guards (``speculate=True``), with serving guards
+    of its own, so that neither walk learns from the other's calls."""
     from polydom.serving import ServingPlanner
 
     out = copy.copy(clf)
-    out.speculate = False
-    out.planner_ = ServingPlanner(clf.index_, clf.planner_.features, cascade=clf.planner_.cascade, speculate=False)
+    out.speculate = True
+    out.planner_ = ServingPlanner(clf.index_, clf.planner_.features, cascade=clf.planner_.cascade, speculate=True)
     return out
 
 
@@ -248,7 +248,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
             fitted[TIES].fit_stats_["build_seconds"] = fit_seconds[TIES]
             _log(f"{TIES}: {PRIMARY}'s sets swept again with the tie rule, {fit_seconds[TIES]:.1f} s")
             fitted[PLAIN], fit_seconds[PLAIN] = fitted[PRIMARY], 0.0  # the same index, served without the walk
-            fitted[GUARD_ONLY], fit_seconds[GUARD_ONLY] = without_speculation(fitted[PRIMARY]), 0.0
+            fitted[SPECULATIVE], fit_seconds[SPECULATIVE] = with_speculation(fitted[PRIMARY]), 0.0
     stages["fit the backends"] = sum(fit_seconds.values())
     primary = fitted[PRIMARY]
 
@@ -258,11 +258,11 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     loaded = polydom.CostSensitiveClassifier.load(index_dir)
     sizes_bytes = {PRIMARY: _index_bytes(index_dir)}
     for name, model in fitted.items():
-        if name not in (PRIMARY, PLAIN, GUARD_ONLY):
+        if name not in (PRIMARY, PLAIN, SPECULATIVE):
             path = os.path.join(out, "indexes", name.replace(" ", "-").replace("α=", "alpha"))
             model.save(path)
             sizes_bytes[name] = _index_bytes(path)
-    sizes_bytes[PLAIN] = sizes_bytes[GUARD_ONLY] = sizes_bytes[PRIMARY]
+    sizes_bytes[PLAIN] = sizes_bytes[SPECULATIVE] = sizes_bytes[PRIMARY]
     stages["save and load the indexes"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from . import stats
-from .settings import CASCADE, GUARD_ONLY, PLAIN, PRIMARY, TIES
+from .settings import CASCADE, SPECULATIVE, PLAIN, PRIMARY, TIES
 
 __all__ = ["draw_all", "plot_cost_curves", "plot_accuracy_vs_budget", "plot_violations_by_size",
            "plot_accuracy_by_size", "plot_features_by_size", "plot_expansions", "plot_accuracy_vs_cost"]
@@ -309,6 +309,6 @@ def draw_all(r: dict, out) -> dict:
             budgets, {s: stats.accuracy(g.correct[:, sizes == s], pictures[sizes == s]) for s in unique},
             path("accuracy_by_size"), chance=r["chance"], title=f"{PRIMARY}: held-out accuracy vs budget per size"),
         "expansions": plot_expansions(
-            {n: m.fit_stats_["trained"] + m.fit_stats_["reused"] for n, m in r["fitted"].items() if n not in (TIES, PLAIN, GUARD_ONLY)},
+            {n: m.fit_stats_["trained"] + m.fit_stats_["reused"] for n, m in r["fitted"].items() if n not in (TIES, PLAIN, SPECULATIVE)},
             2 ** len(r["features"]), path("expansions")),
     }

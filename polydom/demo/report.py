@@ -19,7 +19,7 @@ from .markdown import ms as _ms
 from .markdown import pct as _pct
 from .markdown import table as _table
 from .markdown import us as _us
-from .settings import GUARD_ONLY, PLAIN, PRIMARY, TIES
+from .settings import SPECULATIVE, PLAIN, PRIMARY, TIES
 
 __all__ = ["write_report"]
 
@@ -215,9 +215,9 @@ def write_report(path, r: dict) -> str:
         "answers through its index's `select`, as at serving time, with a clock replaying those times: sets are "
         f"chosen from the fitted ({primary.cost_quantile} quantile) curves, and a feature starts only while the time "
         f"already spent plus its guarded predicted cost fits (`cost_guard={primary.cost_guard}`); where the guard "
-        "refuses a feature whose unguarded cost fits and that would serve a more accurate set, PolyDom tries it "
-        "(`speculate=True`) and, if its replayed time would pass the budget, abandons it there and answers with what "
-        f"it had, on time. {_img(r['figures']['violations_by_size'], 'violations')}\n")
+        "refuses a feature whose unguarded cost fits and that would serve a more accurate set, the speculative "
+        "variant (`speculate=True`) tries it and, if its replayed time would pass the budget, abandons it there and "
+        f"answers with what it had, on time. {_img(r['figures']['violations_by_size'], 'violations')}\n")
     rows = []
     for n in names:
         gr = grids[n]
@@ -241,7 +241,7 @@ def write_report(path, r: dict) -> str:
         f"NaiveExpandAll expands all 2^{n_feat} = {2 ** n_feat}). {_img(r['figures']['expansions'], 'expansions')}\n")
     rows = []
     for n, m in fitted.items():
-        if n in (TIES, PLAIN, GUARD_ONLY):
+        if n in (TIES, PLAIN, SPECULATIVE):
             continue
         s = m.fit_stats_
         total = s["trained"] + s["reused"]

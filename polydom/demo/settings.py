@@ -4,7 +4,7 @@ from polydom.calibration import DEFAULT_GUARD_QUANTILE
 
 __all__ = ["DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "QUICK_SIDES", "TIMING_SIDES", "QUICK_TIMING_SIDES",
            "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "BASE_PARAMS", "SERVING", "PRIMARY", "TIES", "PLAIN",
-           "CASCADE", "WORST_CASE", "GUARD_ONLY", "ABLATIONS", "RIVALS"]
+           "CASCADE", "WORST_CASE", "SPECULATIVE", "ABLATIONS", "RIVALS"]
 
 #: The demo's feature lattice: the built-in features minus ``size_meta`` (every class comes at
 #: the same sizes, so it is chance-level) and ``gabor``, which costs 15-170 ms an image here --
@@ -46,14 +46,14 @@ BACKENDS = (
 BASE_PARAMS = {"cascade": False, "cost_quantile": 0.5, "calibrate_costs": True, "cost_guard": DEFAULT_GUARD_QUANTILE}
 #: :data:`PRIMARY` served the plain way: look the set up, then compute all of it (no anytime walk).
 PLAIN = "PolyDom α=1 plain"
-#: :data:`PRIMARY`'s anytime walk without trying features past their guards (``speculate=False``):
-#: what starting a refused feature with a deadline adds.
-GUARD_ONLY = "PolyDom α=1 guard only"
+#: :data:`PRIMARY`'s anytime walk trying features past their guards with a deadline
+#: (``speculate=True``, opt-in): what it adds, replayed.
+SPECULATIVE = "PolyDom α=1 speculative"
 #: How each backend is served on the held-out grid (default: its index's anytime ``select``).
 SERVING = {CASCADE: "cascade", PLAIN: "plain"}
 #: Variants of the primary that isolate one of its parts; the Conclusions' ranking leaves them
 #: out, the cell-by-cell section compares them.
-ABLATIONS = (PLAIN, GUARD_ONLY, WORST_CASE)
+ABLATIONS = (PLAIN, SPECULATIVE, WORST_CASE)
 #: The backends the primary is judged against, per (size, budget) cell.
 RIVALS = ("PolyDom α=1.2", "Greedy", "GreedyAcc", "GreedyCost")
 #: :data:`PRIMARY` with the opt-in tie rule (``tolerance=None``: among affordable sets within one
