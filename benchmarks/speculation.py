@@ -1,0 +1,61 @@
+"""Speculation served for real: a demo run's classifier with and without ``speculate``, interleaved.
+
+The demo judges ``speculate=True`` on a replay of recorded feature times, where an abandoned
+feature costs nothing after its deadline. Served for real, the abandoned computation keeps a
+worker thread busy while the next requests run. This serves held-out images of a finished
+``polydom demo`` run one after another, each once with ``speculate=True`` and once with
+``speculate=False`` (two classifiers loaded from the run's index, each with its own serving
+guards; the order of the two flips at random per image), with features computed now, and prints
+per budget: the share of answers over budget, on-time accuracy (late answers count wrong) with its
+standard error, and how often a feature was tried past its guard and abandoned.
+
+Run from the project root (quiet machine)::
+
+    python benchmarks/speculation.py --out RUN [--dataset fashion-mnist] [--images 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+
+import polydom
+from polydom.demo.job import load_split
+from polydom.demo.settings import DEFAULT_SIDES
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="a finished demo run's directory")
+    parser.add_argument("--dataset", default="digits", choices=("digits", "fashion-mnist"))
+    parser.add_argument("--images", type=int, default=300)
+    parser.add_argument("--budgets", type=float, nargs="+", default=[0.0005, 0.002])
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, 20, 50, 0)
+    rng = np.random.default_rng(args.seed)
+    pick = rng.choice(test, min(args.images, len(test)), replace=False)
+    served = {flag: polydom.CostSensitiveClassifier.load(f"{args.out}/index").set_params(speculate=flag)
+              for flag in (True, False)}
+    print(f"{len(pick)} held-out images of {args.dataset}, each served with and without speculate")
+    for budget in args.budgets:
+        rows = {True: [], False: []}
+        for i in pick:
+            order = (True, False) if rng.random() < 0.5 else (False, True)
+            for flag in order:
+                (e,) = served[flag].explain([images[i]], budget=budget)
+                kinds = {k for k, _ in e.steps}
+                rows[flag].append((e.measured_cost > budget, e.label == labels[i], "speculate" in kinds, "abandon" in kinds))
+        for flag in (True, False):
+            late, right, tried, abandoned = np.array(rows[flag]).T
+            on_time = right & ~late
+            se = on_time.std(ddof=1) / np.sqrt(len(on_time))
+            print(f"{budget * 1e3:g} ms, speculate={flag}: over budget {late.mean():.1%}, on-time accuracy "
+                  f"{on_time.mean():.3f} ± {se:.3f}, tried past the guard {tried.mean():.1%}, abandoned {abandoned.mean():.1%}")
+
+
+if __name__ == "__main__":
+    main()
