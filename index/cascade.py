@@ -46,7 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CascadeFit", "Cascades", "Committee", "check_thresholds", "fit_thresholds", "fit_to_target", "is_confident", "replay"]
+__all__ = ["CascadeFit", "Cascades", "Committee", "check_thresholds", "fit_thresholds", "fit_to_target", "is_confident",
+           "linear_probabilities", "replay"]
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,17 @@ def fit_to_target(proba, costs, y, *, target_accuracy=None, mean_cost=None, per_
     return best
 
 
+def linear_probabilities(scores: np.ndarray) -> np.ndarray:
+    """Class probabilities from linear scores of shape ``(rows, n_scores)``: the softmax, or with
+    one score column (two classes) ``[1 - expit(s), expit(s)]`` -- what scikit-learn's linear
+    discriminant analysis and multinomial logistic regression return."""
+    if scores.shape[1] == 1:
+        p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
+        return np.stack([1.0 - p1, p1], axis=1)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
 class Committee:
     """A prefix's fold models as arrays: the mean of their softmax-linear class probabilities.
 
@@ -277,11 +289,7 @@ class Committee:
         if len(x) != self.mean.shape[1]:
             raise ValueError(f"the committee reads {self.mean.shape[1]} values, got {len(x)}")
         scores = np.einsum("kd,kds->ks", (x[None, :] - self.mean) / self.scale, self.coef) + self.intercept
-        if scores.shape[1] == 1:
-            p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
-            return np.stack([1.0 - p1, p1], axis=1).mean(axis=0)
-        e = np.exp(scores - scores.max(axis=1, keepdims=True))
-        return (e / e.sum(axis=1, keepdims=True)).mean(axis=0)
+        return linear_probabilities(scores).mean(axis=0)
 
     def flat(self) -> tuple[list[int], np.ndarray]:
         """``([members, inputs, scores], values)`` for storage."""

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from polydom.index.cascade import linear_probabilities
+
 __all__ = ["LeanConstant", "LeanLinear", "SklearnPredictor", "lean_model", "linear_proba_arrays"]
 
 _LINEAR_CLASSIFIERS = (
@@ -277,10 +279,4 @@ def linear_proba_arrays(model, X_check: np.ndarray, atol: float = 1e-9):
 
 def softmax_linear_proba(X: np.ndarray, mean, scale, coef_t, intercept) -> np.ndarray:
     """Class probabilities of the rows of ``X`` from :func:`linear_proba_arrays`'s arrays."""
-    scores = ((X - mean) / scale) @ coef_t + intercept
-    if scores.shape[1] == 1:
-        p1 = 1.0 / (1.0 + np.exp(-scores[:, 0]))
-        return np.stack([1.0 - p1, p1], axis=1)
-    scores = scores - scores.max(axis=1, keepdims=True)
-    e = np.exp(scores)
-    return e / e.sum(axis=1, keepdims=True)
+    return linear_probabilities(((X - mean) / scale) @ coef_t + intercept)
