@@ -29,10 +29,10 @@ fits and its 0.99 quantile does not), and the walk answers with ``{}``. When the
 there, the next feature's *unguarded* predicted cost still fits, and finishing it would serve a
 more accurate set, the walk may start it with a deadline: ``compute(name, deadline)``, where
 ``deadline`` is the clock reading by which the walk must answer, either returns in time or raises
-:class:`FeatureTimeout` at the deadline, and the walk then answers with what it had. Such an
-answer is never late; the caller pays a computation abandoned in the background, which shares
-the machine with the next requests (serving one image after another on two cores, that cost some
-of them their budget), so the option is off by default. Speculative calls do not teach the
+:class:`FeatureTimeout` at the deadline, and the walk then answers with what it had. On a clock
+that keeps the contract the answer is never late; a real one pays the hand-off to whatever
+computes the feature, the wake-up at the deadline, and a computation abandoned in the background
+that shares the machine with the next requests, so the classifier leaves it off by default. Speculative calls do not teach the
 serving guards (those that finish are the fast ones).
 
 Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's

@@ -110,12 +110,14 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         and would serve a more accurate set, compute it anyway on a worker thread and answer at
         the deadline with what was computed if it has not finished (it is left to finish
         unused). Replayed on the demo's recorded times it raised the on-time mean over cells by
-        0.024-0.047. Served for real, one image after another on two cores, the abandoned
-        computations share the machine with the next requests, and the effect did not
-        reproduce: in two runs of ``benchmarks/speculation.py`` on the same two indexes the
-        on-time accuracy gained at 2 ms went from -0.03 to +0.11 on digits and from +0.23 to
-        -0.01 on Fashion-MNIST. So it is opt-in. Read at prediction time; PolyDom indexes only
-        (Greedy walks its own sequence).
+        0.024-0.047 with no answer late. Served for real (``benchmarks/speculation.py``, one
+        image after another on two cores) it is neither free nor exactly on time: the hand-off
+        to the worker and the timed wait's wake-up cost tens of microseconds, and an abandoned
+        computation shares the machine with the next requests. At 0.5 ms it raised on-time
+        accuracy by 0.047 (digits) and 0.167 (Fashion-MNIST) but answered 4.3% and 13.0% of the
+        images late (2.0% and 2.3% without); on other indexes its effect at 2 ms ranged from
+        -0.03 to +0.23. So it is opt-in. Read at prediction time; PolyDom indexes only (Greedy
+        walks its own sequence).
     backend : str, default "polydom"
         A name from :func:`polydom.backends.buildable` (``"polydom"``, ``"greedy"``,
         ``"greedy-acc"``, ``"greedy-cost"``). The Greedy backends expand at ``n0`` = the median
