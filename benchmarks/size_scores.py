@@ -132,11 +132,10 @@ def judge(d: dict, scores: dict, budgets) -> list[str]:
 
 
 def main(argv=None) -> int:
+    from polydom.demo.job import add_run_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="a finished `polydom demo --out` directory")
-    parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
-    parser.add_argument("--train-per-class", type=int, default=20, help="as the demo run used (default 20)")
-    parser.add_argument("--held-out-per-class", type=int, default=50, help="as the demo run used (default 50)")
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     from polydom.demo.settings import DEFAULT_BUDGETS

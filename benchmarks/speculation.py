@@ -22,21 +22,20 @@ import warnings
 import numpy as np
 
 import polydom
-from polydom.demo.job import load_split
+from polydom.demo.job import add_run_arguments, load_split
 from polydom.demo.settings import DEFAULT_SIDES
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="a finished demo run's directory")
-    parser.add_argument("--dataset", default="digits", choices=("digits", "fashion-mnist"))
+    add_run_arguments(parser)
     parser.add_argument("--images", type=int, default=300)
     parser.add_argument("--budgets", type=float, nargs="+", default=[0.0005, 0.002])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, 20, 50, 0)
+    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
     rng = np.random.default_rng(args.seed)
     pick = rng.choice(test, min(args.images, len(test)), replace=False)
     served = {flag: polydom.CostSensitiveClassifier.load(f"{args.out}/index").set_params(speculate=flag)

@@ -32,8 +32,8 @@ more accurate set, the walk may start it with a deadline: ``compute(name, deadli
 :class:`FeatureTimeout` at the deadline, and the walk then answers with what it had. On a clock
 that keeps the contract the answer is never late; a real one pays the hand-off to whatever
 computes the feature, the wake-up at the deadline, and a computation abandoned in the background
-that shares the machine with the next requests, so the classifier leaves it off by default. Speculative calls do not teach the
-serving guards (those that finish are the fast ones).
+that shares the machine with the next requests, so the classifier leaves it off by default.
+Speculative calls do not teach the serving guards (those that finish are the fast ones).
 
 Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's
 features, and every prefix of it (``{}`` and the set included) is a trained set.
@@ -177,36 +177,34 @@ def serve_anytime(
             served = target
             break
         nxt = pending[0]
+        tried = False  # started past its guard, with a deadline
         if elapsed + cost[nxt] * guards[nxt] > limit:
             # Fall back: a set that still has room, more accurate than what is computed, if any.
             floor = index.trained.get(served, -1.0)
             other = _best_with_room(index, size, computed, limit - elapsed, need, lambda c, acc: acc > floor)
-            if other is None or other == target:
-                if not (speculate and _worth_trying(index, nxt, computed, served, elapsed + cost[nxt] <= limit)):
-                    steps.append(("stop", names[nxt]))
-                    break
-                steps.append(("speculate", names[nxt]))
-                try:
-                    values[nxt] = compute(names[nxt], start + budget)
-                except FeatureTimeout:
-                    elapsed = clock() - start
-                    steps.append(("abandon", names[nxt]))
-                    break
-                computed |= 1 << nxt
-                elapsed = clock() - start
-                steps.append(("compute", names[nxt]))
-                served = _best_computed(index, computed, served)
+            if other is not None and other != target:
+                target = other
+                steps.append(("retarget", other))
                 continue
-            target = other
-            steps.append(("retarget", other))
-            continue
-        values[nxt] = compute(names[nxt])
+            if not (speculate and _worth_trying(index, nxt, computed, served, elapsed + cost[nxt] <= limit)):
+                steps.append(("stop", names[nxt]))
+                break
+            tried = True
+            steps.append(("speculate", names[nxt]))
+        try:
+            values[nxt] = compute(names[nxt], start + budget) if tried else compute(names[nxt])
+        except FeatureTimeout:
+            elapsed = clock() - start
+            steps.append(("abandon", names[nxt]))
+            break
         computed |= 1 << nxt
         before, elapsed = elapsed, clock() - start
-        if learn is not None:
+        if learn is not None and not tried:  # the tried calls that finish are the fast ones
             learn.observe(nxt, size, cost[nxt], elapsed - before)
         steps.append(("compute", names[nxt]))
         served = _best_computed(index, computed, served)
+        if tried:
+            continue  # the budget is spent: nothing to stop early for or upgrade to
         if stop_when_confident:
             prefix = _confident_prefix(index, target, order, computed, values)
             if prefix is not None:

@@ -291,6 +291,11 @@ class Committee:
         scores = np.einsum("kd,kds->ks", (x[None, :] - self.mean) / self.scale, self.coef) + self.intercept
         return linear_probabilities(scores).mean(axis=0)
 
+    @staticmethod
+    def n_values(members, inputs, scores):
+        """How many stored values a committee of this shape has (:meth:`flat`); works on arrays."""
+        return members * inputs * (2 + scores) + members * scores
+
     def flat(self) -> tuple[list[int], np.ndarray]:
         """``([members, inputs, scores], values)`` for storage."""
         k, d, s = self.coef.shape
@@ -299,9 +304,9 @@ class Committee:
     @classmethod
     def from_flat(cls, shape, values: np.ndarray) -> "Committee":
         k, d, s = (int(v) for v in shape)
-        sizes = np.cumsum([0, k * d, k * d, k * d * s, k * s])
-        if sizes[-1] != len(values):
+        if cls.n_values(k, d, s) != len(values):
             raise ValueError("a stored committee's values do not match its shape")
+        sizes = np.cumsum([0, k * d, k * d, k * d * s, k * s])
         parts = [values[a:b] for a, b in zip(sizes, sizes[1:])]
         return cls(parts[0].reshape(k, d), parts[1].reshape(k, d), parts[2].reshape(k, d, s), parts[3].reshape(k, s))
 
@@ -342,13 +347,14 @@ class Cascades:
         if t is None or stage >= len(t) - 1:
             return stage >= (len(t) - 1 if t is not None else 0)
         committee = self.committees.get(prefix) if prefix is not None else None
-        if committee is not None:
+        if committee is not None:  # its columns are this object's classes
             p = committee.proba(x)
+            best = column = int(np.argmax(p))
+        else:
+            p = model.predict_proba(x.reshape(1, -1))[0]
             best = int(np.argmax(p))
-            return bool(is_confident(p[best], t[stage, best]))
-        p = model.predict_proba(x.reshape(1, -1))[0]
-        best = int(np.argmax(p))
-        column = self.classes.index(model.classes_[best].item() if hasattr(model.classes_[best], "item") else model.classes_[best])
+            label = model.classes_[best]
+            column = self.classes.index(label.item() if hasattr(label, "item") else label)
         return bool(is_confident(p[best], t[stage, column]))
 
     def to_state(self) -> tuple[list, dict]:
@@ -384,8 +390,7 @@ class Cascades:
             shapes = arrays["committee_shapes"].reshape(-1, 3)
             values, at = arrays["committee_values"], 0
             for m, shape in zip(arrays["committee_masks"].tolist(), shapes.tolist()):
-                k, d, s = shape
-                size = k * d * (2 + s) + k * s
+                size = Committee.n_values(*shape)
                 committees[m] = Committee.from_flat(shape, values[at : at + size])
                 at += size
         return cls(out, classes, committees)

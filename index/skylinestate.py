@@ -8,7 +8,7 @@ import numpy as np
 
 from polydom.lattice import FeatureSpace
 
-from .cascade import Cascades
+from .cascade import Cascades, Committee
 from .costcurve import CostCurve
 from .state import IndexState
 
@@ -164,8 +164,7 @@ def check_arrays(meta, arrays) -> None:
             values = _array(arrays, "committee_values", "f")
             if len(shapes) and shapes.min() < 1:
                 raise ValueError("array 'committee_shapes' holds an empty committee")
-            k, d, s = shapes.T if len(shapes) else (np.zeros(0, dtype=object),) * 3
-            if int((k * d * (2 + s) + k * s).sum()) != len(values):
+            if int(sum(Committee.n_values(*shape) for shape in shapes)) != len(values):
                 raise ValueError("array 'committee_values' does not match the committees' shapes")
             if not np.isfinite(values).all():
                 raise ValueError("array 'committee_values' holds a non-finite value")

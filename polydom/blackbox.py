@@ -120,8 +120,7 @@ class FeatureSetLearner:
         self.race = {"started": 0, "dropped": 0, "contested": 0, "wins": {}, "retired": []}
         self.rescore_splits = list(rescore_splits)
         self.rescored: set[frozenset] = set()
-        self._oof: dict = {}  # set (or set and folds) -> (proba, classes)
-        self._fold_models: dict = {}  # the same keys -> the fitted fold models behind _oof
+        self._oof: dict = {}  # set (or set and folds) -> (proba, classes, the fold models behind them)
         self.warnings = WarningTally()
         self._set_warnings: dict[frozenset, list] = {}
         sizes = [(len(tr), len(te)) for tr, te in self.splits]
@@ -152,7 +151,7 @@ class FeatureSetLearner:
         state = self.__dict__.copy()
         race = dict(self.race)
         race["wins"], race["retired"] = dict(race["wins"]), list(race["retired"])
-        state.update(cache={}, chosen={}, fold_scores={}, _oof={}, _fold_models={}, rescored=set(), race=race,
+        state.update(cache={}, chosen={}, fold_scores={}, _oof={}, rescored=set(), race=race,
                      warnings=WarningTally(), _set_warnings={})
         return state
 
@@ -216,7 +215,7 @@ class FeatureSetLearner:
         features = frozenset(features)
         key = self._oof_key(features, splits)
         if key in self._oof:
-            return self._oof[key]
+            return self._oof[key][:2]
         self._learn_unknown([features])
         model = self._learner(features)
         if not hasattr(model, "predict_proba"):
@@ -237,8 +236,7 @@ class FeatureSetLearner:
             proba[test] = block
         if np.isnan(proba[:, 0]).any():
             raise ValueError("the cross-validation folds do not cover every item; out-of-fold probabilities need them to")
-        self._oof[key] = proba, classes
-        self._fold_models[key] = fold_models
+        self._oof[key] = proba, classes, fold_models
         return proba, classes
 
     def fold_models(self, features: Iterable[str], splits=None) -> list:
@@ -246,7 +244,7 @@ class FeatureSetLearner:
         needed; empty when the learner has no ``predict_proba``."""
         if self.oof_proba(features, splits) is None:
             return []
-        return list(self._fold_models[self._oof_key(features, splits)])
+        return list(self._oof[self._oof_key(features, splits)][2])
 
     @staticmethod
     def _oof_key(features: Iterable[str], splits):

@@ -209,21 +209,28 @@ def lean_model(model) -> LeanConstant | LeanLinear | SklearnPredictor:
     dummy = _lean_dummy(model)
     if dummy is not None:
         return dummy
-    if _class_name(model) == "Pipeline":
-        steps = [s for _, s in model.steps]
-        scalers = []
-        for step in steps[:-1]:
-            if step is None or step == "passthrough":
-                continue
-            scaler = _lean_scaler(step)
-            if scaler is None:
-                return SklearnPredictor(model)
-            scalers.append(scaler)
-        final = steps[-1] if steps else None
-        lean = None if final is None or final == "passthrough" else _lean_linear(final, scalers)
-        return lean if lean is not None else SklearnPredictor(model)
-    lean = _lean_linear(model, [])
+    parts = _scalers_and_final(model)
+    lean = None if parts is None else _lean_linear(parts[1], parts[0])
     return lean if lean is not None else SklearnPredictor(model)
+
+
+def _scalers_and_final(model):
+    """``(scalers, final)``: a model alone, or a pipeline's ``StandardScaler`` steps (as
+    :func:`_lean_scaler` pairs, ``"passthrough"`` skipped) and its last step; None when a
+    pipeline has another kind of step or ends without an estimator."""
+    if _class_name(model) != "Pipeline":
+        return [], model
+    steps = [s for _, s in model.steps]
+    scalers = []
+    for step in steps[:-1]:
+        if step is None or step == "passthrough":
+            continue
+        scaler = _lean_scaler(step)
+        if scaler is None:
+            return None
+        scalers.append(scaler)
+    final = steps[-1] if steps else None
+    return None if final is None or final == "passthrough" else (scalers, final)
 
 
 #: Classifiers whose ``predict_proba`` is the softmax of their linear scores (the logistic of the
@@ -244,25 +251,20 @@ def linear_proba_arrays(model, X_check: np.ndarray, atol: float = 1e-9):
     Returns None for any other model, or when the check fails (a one-vs-rest logistic
     regression, for example, normalises its class scores differently).
     """
-    steps = [s for _, s in model.steps] if _class_name(model) == "Pipeline" else [model]
-    final = steps[-1] if steps else None
-    if final is None or _class_name(final) not in _SOFTMAX_CLASSIFIERS:
+    parts = _scalers_and_final(model)
+    if parts is None or _class_name(parts[1]) not in _SOFTMAX_CLASSIFIERS:
         return None
+    scalers, final = parts
     coef, intercept = getattr(final, "coef_", None), getattr(final, "intercept_", None)
     if not isinstance(coef, np.ndarray) or coef.ndim != 2 or intercept is None:
         return None
     mean, scale = np.zeros(coef.shape[1]), np.ones(coef.shape[1])
-    for step in steps[:-1]:
-        if step is None or step == "passthrough":
-            continue
-        scaler = _lean_scaler(step)
-        if scaler is None:
-            return None
+    for centre, spread in scalers:
         # ((x - m) / s - m2) / s2 == (x - (m + m2 * s)) / (s * s2)
-        if scaler[0] is not None:
-            mean = mean + scaler[0] * scale
-        if scaler[1] is not None:
-            scale = scale * scaler[1]
+        if centre is not None:
+            mean = mean + centre * scale
+        if spread is not None:
+            scale = scale * spread
     arrays = mean, scale, np.ascontiguousarray(coef.T, dtype=np.float64), np.atleast_1d(np.asarray(intercept, dtype=np.float64))
     X_check = np.asarray(X_check, dtype=np.float64)
     if X_check.ndim != 2 or X_check.shape[1] != len(mean) or not len(X_check):

@@ -22,7 +22,8 @@ from .settings import (
     SERVING, TIES, TIMING_SIDES,
 )
 
-__all__ = ["run_demo", "with_tolerance", "with_speculation", "split_pictures", "load_split"]
+__all__ = ["run_demo", "with_tolerance", "with_speculation", "split_pictures", "load_split",
+           "add_run_arguments"]
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
@@ -89,6 +90,16 @@ def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: in
     images, labels, _ = load(sides=sides, n_per_class=train_per_class + held_out_per_class, random_state=random_state)
     train, test = split_pictures(labels, len(sides), train_per_class, random_state)
     return images, labels, train, test
+
+
+def add_run_arguments(parser) -> None:
+    """The options of a benchmark that judges a finished demo run: ``--out`` (the run's
+    directory), ``--dataset`` and the split's per-class counts (as the run used them), for
+    :func:`load_split`."""
+    parser.add_argument("--out", required=True, help="a finished `polydom demo --out` directory")
+    parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
+    parser.add_argument("--train-per-class", type=int, default=20, help="as the demo run used (default 20)")
+    parser.add_argument("--held-out-per-class", type=int, default=50, help="as the demo run used (default 50)")
 
 
 @contextlib.contextmanager
