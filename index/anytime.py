@@ -41,12 +41,11 @@ features, and every prefix of it (``{}`` and the set included) is a trained set.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from polydom.lattice import bits_of
 
-__all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "serve_anytime"]
+__all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 
 
 class FeatureTimeout(Exception):
@@ -212,8 +211,9 @@ def serve_anytime(
                 steps.append(("confident", prefix))
                 break
         t = position[target]
+        floor = index.candidate_accuracy[t]
         better = _best_with_room(index, size, computed, limit - elapsed, need, lambda c, acc: (
-            acc - index.candidate_accuracy[t] > max(0.0, index.tolerance_between(t, c))))
+            acc > floor and acc - floor > index.tolerance_between(t, c)))
         if better is not None:
             target = better
             steps.append(("upgrade", better))
@@ -226,12 +226,22 @@ class _Need:
     (the largest ``(guard - 1) * cost`` among them; 0 with guards of 1)."""
 
     def __init__(self, cost, guards):
-        self.cost, self.guards = cost, guards
+        self.cost = cost
+        self.share = [(g - 1.0) * c for g, c in zip(guards, cost)]
 
     def __call__(self, mask: int, computed: int) -> float:
-        rest = bits_of(mask & ~computed)
-        extra = max(((self.guards[i] - 1.0) * self.cost[i] for i in rest), default=0.0)
-        return sum(self.cost[i] for i in rest) + extra
+        # The lowest bit first (ascending feature index), without building a tuple: the walk
+        # asks this for every skyline set it considers, after every feature.
+        rest = mask & ~computed
+        total, extra = 0.0, None
+        while rest:
+            low = rest & -rest
+            i = low.bit_length() - 1
+            rest ^= low
+            total += self.cost[i]
+            if extra is None or self.share[i] > extra:
+                extra = self.share[i]
+        return total + (extra if extra is not None else 0.0)
 
 
 def _best_with_room(index, size: float, computed: int, remaining: float, need, beats) -> int | None:
@@ -239,12 +249,11 @@ def _best_with_room(index, size: float, computed: int, remaining: float, need, b
     still be finished in ``remaining`` (:class:`_Need`); None if there is none. The retarget
     (beats what is computed), the upgrade (beats the target by more than the tie tolerance) and
     the first target (any set) are this one scan of the skyline."""
-    best, best_acc = None, -math.inf
-    for c in index.skyline_ids_at(size):
-        acc = index.candidate_accuracy[c]
-        if acc > best_acc and beats(c, acc) and need(index.candidates[c], computed) <= remaining:
-            best, best_acc = index.candidates[c], acc
-    return best
+    # A skyline's accuracies strictly ascend, so the first match from the top is the best.
+    for c in reversed(index.skyline_ids_at(size)):
+        if beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining:
+            return index.candidates[c]
+    return None
 
 
 #: The lookup's relative budget slack, so that a clock matching the curves serves what it does.
@@ -277,14 +286,29 @@ def _confident_prefix(index, target: int, order, computed: int, values) -> int |
     return prefix if index.cascades.confident(target, done - 1, model, x, prefix) else None
 
 
-def _best_computed(index, computed: int, served: int) -> int:
-    """The most accurate trained set with a model whose features are all computed."""
-    best, best_acc = served, index.trained.get(served, -1.0)
-    for mask, order in index.chains.items():
+def ranked_prefixes(chains: Mapping[int, Sequence[int]], trained: Mapping[int, float]) -> tuple[tuple[int, float], ...]:
+    """Every prefix of every chain once, as ``(mask, accuracy)``, most accurate first; among
+    equal accuracies, in the order the chains list them (the first one met wins a tie).
+
+    The walk asks after every feature which computed prefix is best; scanning this list from the
+    top answers at the first prefix whose features are all computed, where walking each chain
+    cost most of a walk's bookkeeping (``benchmarks/anytime_overhead.py``).
+    """
+    seen: dict[int, float] = {}
+    for order in chains.values():
         for prefix in chain_prefixes(order):
-            if prefix & ~computed:
-                break
-            acc = index.trained.get(prefix, -1.0)
-            if acc > best_acc:
-                best, best_acc = prefix, acc
-    return best
+            if prefix not in seen:
+                seen[prefix] = trained.get(prefix, -1.0)
+    return tuple(sorted(seen.items(), key=lambda item: -item[1]))  # sorted() is stable
+
+
+def _best_computed(index, computed: int, served: int) -> int:
+    """The most accurate trained set with a model whose features are all computed (``served``
+    unless a chain prefix beats it)."""
+    floor = index.trained.get(served, -1.0)
+    for prefix, acc in index.ranked_prefixes:
+        if acc <= floor:
+            break
+        if not prefix & ~computed:
+            return prefix
+    return served

@@ -8,6 +8,8 @@ Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
   and whose accuracies are strictly increasing; its first entry costs 0 at every size (the
   empty set, or a zero-cost set at least as accurate), so every budget ``>= 0`` is answered.
 * Costs are never stored per range: a lookup evaluates them at the query size (trap T8).
+* ``ranked_prefixes`` is :func:`~polydom.index.anytime.ranked_prefixes` of the chains and the
+  trained accuracies (the anytime walk's table, derived once per index, never stored).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from polydom.lattice import FeatureSpace
 
-from .anytime import check_chains, serve_anytime
+from .anytime import check_chains, ranked_prefixes, serve_anytime
 from .cascade import Cascades
 from .candidates import candidate_set
 from .costcurve import CostCurve, set_cost_matrix
@@ -100,6 +102,7 @@ class PolyDomIndex(CostSensitiveIndex):
         self.std_error = {int(m): float(v) for m, v in (std_error or {}).items()}
         self.chains = {int(m): tuple(int(i) for i in order) for m, order in (chains or {}).items()}
         self.cascades = cascades if cascades is not None else Cascades({}, [])
+        self.ranked_prefixes = ranked_prefixes(self.chains, self.explored)
         self.stats = dict(stats or {})
         self.params = dict(params or {})
         self.params.setdefault("tolerance", None)
@@ -476,6 +479,7 @@ class PolyDomIndex(CostSensitiveIndex):
             assert all(a < b for a, b in zip(accs, accs[1:])), f"range {r}: accuracy must strictly ascend"
             assert sky and not self.candidate_coefficients[sky[0]].any(), f"range {r}: first entry must cost 0"
         check_chains(self.chains, self.explored)
+        assert self.ranked_prefixes == ranked_prefixes(self.chains, self.explored), "ranked prefixes are stale"
 
     def __repr__(self) -> str:
         return (

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import polydom
 from polydom.greedy.anytime import walk_measured
-from polydom.index.anytime import FeatureTimeout, chain_prefixes, serve_anytime
+from polydom.index.anytime import FeatureTimeout, _best_computed, chain_prefixes, ranked_prefixes, serve_anytime
 
 # Three features; costs are constants (seconds) so the clock is easy to script.
 COSTS = {"cheap": [1.0], "mid": [2.0], "slow": [4.0]}
@@ -119,6 +119,38 @@ def test_matching_clock_equals_lookup_on_random_instances(seed):
         assert index.trained[mask] == expected.accuracy, steps
         assert len(clock.computed) == len(set(clock.computed))
         assert elapsed <= budget * (1 + 1e-9)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.integers(0, 10**6))
+def test_the_ranked_prefixes_find_the_best_computed_prefix_as_walking_every_chain_does(seed):
+    rng = random.Random(seed)
+    k = rng.randint(1, 6)
+    # Accuracies on a coarse grid, so that ties between different prefixes happen.
+    trained = {m: rng.randint(0, 8) / 8 for m in range(1 << k)}
+    chains = {}
+    for _ in range(rng.randint(1, 5)):
+        mask = rng.randint(1, (1 << k) - 1)
+        order = [i for i in range(k) if mask >> i & 1]
+        rng.shuffle(order)
+        chains[mask] = tuple(order)
+
+    class Index:
+        pass
+
+    index = Index()
+    index.trained, index.chains = trained, chains
+    index.ranked_prefixes = ranked_prefixes(chains, trained)
+    for computed in range(1 << k):
+        served = rng.choice([0, computed & rng.randint(0, (1 << k) - 1)])
+        best, best_acc = served, trained[served]  # the definition: every chain, prefix by prefix
+        for order in chains.values():
+            for prefix in chain_prefixes(order):
+                if prefix & ~computed:
+                    break
+                if trained[prefix] > best_acc:
+                    best, best_acc = prefix, trained[prefix]
+        assert _best_computed(index, computed, served) == best
 
 
 @pytest.mark.parametrize("backend", ["polydom", "greedy"])
