@@ -82,6 +82,9 @@ def main(argv=None) -> None:
     cascade = bool(index.cascades)
     vectors = {name: np.zeros(columns.stop - columns.start) for name, columns in clf.feature_columns_.items()}
     baseline = _walk_module_at(args.against) if args.against else None
+    if baseline is not None:  # name the commit, not a moving name such as HEAD
+        args.against = subprocess.run(["git", "rev-parse", "--short", args.against], check=True, capture_output=True,
+                                      text=True).stdout.strip()
     header = "| side | budget (ms) | features computed | lookup (us) | walk (us)"
     header += f" | walk at {args.against} (us) | ratio |" if baseline else " |"
     rows = [header, "|" + "---|" * (header.count("|") - 1)]
