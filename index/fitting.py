@@ -348,13 +348,14 @@ def _solve(x, y, powers, mode, lo, hi, nonnegative=False) -> np.ndarray:
         bounds[d - 1] = (0.0, None)  # a negative leading coefficient ends up decreasing
     coefficients = None
     for _ in range(_MAX_CUTS):
-        result = linprog(
-            c=objective,
-            A_ub=np.vstack([fit_rows, start, shape_rows(points)]),
-            b_ub=np.concatenate([fit_bounds, [0.0], np.zeros(len(points))]),
-            bounds=bounds,
-            method="highs",
-        )
+        problem = dict(c=objective, A_ub=np.vstack([fit_rows, start, shape_rows(points)]),
+                       b_ub=np.concatenate([fit_bounds, [0.0], np.zeros(len(points))]), bounds=bounds)
+        result = linprog(**problem, method="highs")
+        if result.status == 4:
+            # Numerical trouble: on badly scaled rows (sizes across five orders of magnitude
+            # at degree 3, times from 1 ms to 10 s) HiGHS's simplex can end with an unknown
+            # status where its interior-point method solves the same problem.
+            result = linprog(**problem, method="highs-ipm")
         if result.status == 3 and len(points) < 1000:
             # Unbounded between the constrained points: constrain the midpoints too.
             points = sorted(set(points) | set(np.convolve(points, [0.5, 0.5], "valid")))

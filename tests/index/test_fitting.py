@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size, shape_range
@@ -66,6 +66,8 @@ domains = st.one_of(
 
 @settings(deadline=None, max_examples=60)
 @given(timings(), domains, st.sampled_from(["track", "cover"]))
+# Found by hypothesis: HiGHS's simplex ends with an unknown status on these badly scaled rows.
+@example((np.array([6, 4, 5, 3, 297154, 1, 2]), np.array([1e-3, 1, 1, 10, 1e-2, 1, 1]), 3, 0.0), (1, 2), "track")
 def test_every_fit_is_nonnegative_and_nondecreasing_on_its_shape_range(case, domain, mode):
     sizes, seconds, degree, quantile = case
     coefficients = fit_cost_curve(sizes, seconds, degree=degree, quantile=quantile, mode=mode, domain=domain)
