@@ -19,6 +19,15 @@ their curves (per-call overhead), and a pool of all sizes, filled first by the s
 the tightest budgets, refused features that fit at larger sizes (on one digits run, 4% of the
 158x158 answers at 0.5 ms got no feature).
 
+*One call alone* does not set a guard: a learned guard is the window's quantile, capped at its
+second largest ratio. A request path has rare calls far above any curve -- the process paused,
+a cache went cold -- and with few calls a high quantile sits at the largest. Served for real on
+the demo's Fashion-MNIST index, one thumbnail call at 447 times its curve made that band's
+guard 157 after 66 calls, and one first call at 9 times made the band's pooled guard 7.75 for
+every feature; a guard that refuses a feature also stops learning from it, so each stayed for
+the rest of the run, and a third of the answers at 0.5 ms computed nothing. On a full window
+the cap changes nothing (the 0.99 quantile of 256 ratios lies below the second largest).
+
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
 from at least ``pool_min_calls`` of its band.
@@ -32,7 +41,15 @@ from collections import deque
 
 import numpy as np
 
-__all__ = ["ServingGuards"]
+__all__ = ["ServingGuards", "upper_quantile"]
+
+
+def upper_quantile(ratios, quantile: float) -> float:
+    """The ``quantile`` of ``ratios``, but never above the second largest: one call alone does
+    not set a guard (the module docstring, *one call alone*)."""
+    values = np.sort(np.fromiter(ratios, float))
+    guard = float(np.quantile(values, quantile))
+    return min(guard, float(values[-2])) if len(values) > 1 else guard
 
 
 class ServingGuards:
@@ -122,7 +139,7 @@ class ServingGuards:
         calls = self._calls[key] = self._calls.get(key, 0) + 1
         least = self.min_calls if key[0] is not None else self.pool_min_calls
         if calls >= least and (calls - least) % self.refresh == 0:
-            self._learned[key] = max(1.0, float(np.quantile(np.fromiter(ratios, float), self.quantile)))
+            self._learned[key] = max(1.0, upper_quantile(ratios, self.quantile))
 
     def snapshot(self) -> "ServingGuards":
         """An independent copy of what was learned so far: two walks served from two snapshots

@@ -1,0 +1,109 @@
+"""Serving guards on a real request path: the working tree's against a git revision's, interleaved.
+
+``benchmarks/serving_guards.py`` judges guards on replayed feature times, where a call never
+takes longer than it did when the demo measured it. A real process has calls far above any
+curve (a pause, a cold cache), and a guard that then refuses a feature also stops learning from
+it. This serves held-out images of a finished ``polydom demo`` run one after another with two
+classifiers loaded from its index: one learns its serving guards with the working tree's
+``polydom.index.servingguards``, the other with that module as of ``--against`` (the order of the
+two flips at random per image; features computed now, on this machine). Per seed and budget it
+prints the share of answers over budget, of answers that computed no feature, on-time accuracy
+(late answers count wrong) and the paired difference, each accuracy with its standard error.
+
+Run from the project root (quiet machine)::
+
+    python benchmarks/serving_guards_real.py --out RUN [--dataset fashion-mnist] --against REV [--report benchmarks/results/serving-guards-real-digits.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import polydom
+from polydom.demo.job import add_run_arguments, load_split
+from polydom.demo.settings import DEFAULT_SIDES
+
+
+def _guards_module_at(revision: str):
+    """``index/servingguards.py`` as of ``revision``, imported under another name."""
+    source = subprocess.run(["git", "show", f"{revision}:index/servingguards.py"], check=True, capture_output=True,
+                            text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "servingguards_at_revision.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("servingguards_at_revision", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _se(values: np.ndarray) -> float:
+    return float(values.std(ddof=1) / np.sqrt(len(values)))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_arguments(parser)
+    parser.add_argument("--against", required=True, help="the git revision whose serving guards to compare with")
+    parser.add_argument("--images", type=int, default=300)
+    parser.add_argument("--budgets", type=float, nargs="+", default=[0.0005, 0.002])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    revision = subprocess.run(["git", "rev-parse", "--short", args.against], check=True, capture_output=True,
+                              text=True).stdout.strip()
+    other = _guards_module_at(revision)
+    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
+    lines = [
+        f"# Serving guards served for real: working tree against {revision} ({args.dataset})",
+        "",
+        f"{args.images} held-out images per seed, each served by both classifiers (fresh per seed, learning from"
+        " scratch), budgets in turn; late = measured extraction time over budget; accuracies on time, ± one"
+        " standard error; the gain is paired (same images).",
+        "",
+        "| seed | budget (ms) | late (tree / rev) | no feature (tree / rev) | on-time accuracy, tree | on-time accuracy, rev | gain |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(lines))
+    for seed in args.seeds:
+        rng = np.random.default_rng(seed)
+        pick = rng.choice(test, min(args.images, len(test)), replace=False)
+        served = {}
+        for which in ("tree", "rev"):
+            clf = polydom.CostSensitiveClassifier.load(f"{args.out}/index")
+            guards = clf.planner_.serving_guards
+            if guards is None:
+                raise SystemExit("this classifier learns no serving guards (learn_guards=False or no guards)")
+            if which == "rev":
+                clf.planner_.serving_guards = other.ServingGuards(clf.planner_.index, quantile=guards.quantile)
+            served[which] = clf
+        for budget in args.budgets:
+            rows = {"tree": [], "rev": []}
+            for i in pick:
+                for which in (("tree", "rev") if rng.random() < 0.5 else ("rev", "tree")):
+                    (e,) = served[which].explain([images[i]], budget=budget)
+                    rows[which].append((e.measured_cost > budget, e.label == labels[i], not e.features))
+            late, right, empty = {}, {}, {}
+            for which, r in rows.items():
+                late[which], right[which], empty[which] = np.array(r, dtype=bool).T
+            on_time = {w: (right[w] & ~late[w]).astype(float) for w in rows}
+            gain = on_time["tree"] - on_time["rev"]
+            line = (f"| {seed} | {budget * 1e3:g} | {late['tree'].mean():.1%} / {late['rev'].mean():.1%} | "
+                    f"{empty['tree'].mean():.1%} / {empty['rev'].mean():.1%} | "
+                    f"{on_time['tree'].mean():.3f} ± {_se(on_time['tree']):.3f} | "
+                    f"{on_time['rev'].mean():.3f} ± {_se(on_time['rev']):.3f} | {gain.mean():+.3f} ± {_se(gain):.3f} |")
+            print(line)
+            lines.append(line)
+    if args.report:
+        Path(args.report).write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
