@@ -233,15 +233,15 @@ class _Need:
         # The lowest bit first (ascending feature index), without building a tuple: the walk
         # asks this for every skyline set it considers, after every feature.
         rest = mask & ~computed
-        total, extra = 0.0, None
+        bits = []
         while rest:
             low = rest & -rest
-            i = low.bit_length() - 1
+            bits.append(low.bit_length() - 1)
             rest ^= low
-            total += self.cost[i]
-            if extra is None or self.share[i] > extra:
-                extra = self.share[i]
-        return total + (extra if extra is not None else 0.0)
+        if not bits:
+            return 0.0
+        # sum() as before: its rounding (compensated from Python 3.12 on) decides exact fits.
+        return sum(map(self.cost.__getitem__, bits)) + max(map(self.share.__getitem__, bits))
 
 
 def _best_with_room(index, size: float, computed: int, remaining: float, need, beats) -> int | None:

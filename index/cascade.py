@@ -260,7 +260,7 @@ class Committee:
     positive.
     """
 
-    __slots__ = ("mean", "scale", "coef", "intercept", "_weights", "_offset")
+    __slots__ = ("mean", "scale", "coef", "intercept", "_centre", "_weights", "_offset")
 
     def __init__(self, mean, scale, coef, intercept):
         self.mean, self.scale = np.asarray(mean, dtype=float), np.asarray(scale, dtype=float)
@@ -270,9 +270,14 @@ class Committee:
         # one (inputs, members * scores) matrix scores all members at once (a stage's decision
         # is on the request path; this takes it from about 33 to 13 us on the demo's widest
         # committee, benchmarks/cascade_decision.py).
+        # Centring on the members' average first keeps the folded offset a small correction
+        # (the members' centrings differ little) instead of a difference of large numbers.
         k, d, s = self.coef.shape
+        self._centre = self.mean.mean(axis=0)
         self._weights = (self.coef / self.scale[:, :, None]).transpose(1, 0, 2).reshape(d, k * s)
-        self._offset = self.intercept - np.einsum("kd,kds->ks", self.mean / self.scale, self.coef)
+        self._offset = self.intercept - np.einsum("kd,kds->ks", (self.mean - self._centre) / self.scale, self.coef)
+        if not (np.isfinite(self._weights).all() and np.isfinite(self._offset).all()):
+            raise ValueError("a committee's scales are too small to fold into its coefficients")
 
     def check(self) -> None:
         """Raise ``ValueError`` naming the first violated invariant."""
@@ -295,7 +300,7 @@ class Committee:
         x = np.asarray(x, dtype=float).reshape(-1)
         if len(x) != self.mean.shape[1]:
             raise ValueError(f"the committee reads {self.mean.shape[1]} values, got {len(x)}")
-        scores = (x @ self._weights).reshape(self._offset.shape) + self._offset
+        scores = ((x - self._centre) @ self._weights).reshape(self._offset.shape) + self._offset
         return linear_probabilities(scores).mean(axis=0)
 
     @staticmethod

@@ -355,7 +355,10 @@ def _solve(x, y, powers, mode, lo, hi, nonnegative=False) -> np.ndarray:
             # Numerical trouble: on badly scaled rows (sizes across five orders of magnitude
             # at degree 3, times from 1 ms to 10 s) HiGHS's simplex can end with an unknown
             # status where its interior-point method solves the same problem.
+            simplex = result.message
             result = linprog(**problem, method="highs-ipm")
+            if result.status != 0 and result.status != 3:
+                result.message = f"simplex: {simplex}; interior point: {result.message}"
         if result.status == 3 and len(points) < 1000:
             # Unbounded between the constrained points: constrain the midpoints too.
             points = sorted(set(points) | set(np.convolve(points, [0.5, 0.5], "valid")))

@@ -26,7 +26,9 @@ the demo's Fashion-MNIST index, one thumbnail call at 447 times its curve made t
 guard 157 after 66 calls, and one first call at 9 times made the band's pooled guard 7.75 for
 every feature; a guard that refuses a feature also stops learning from it, so each stayed for
 the rest of the run, and a third of the answers at 0.5 ms computed nothing. On a full window
-the cap changes nothing (the 0.99 quantile of 256 ratios lies below the second largest).
+the cap changes nothing at the default quantile (the 0.99 quantile of 256 ratios lies below the
+second largest; so does any quantile up to 254/255); a quantile of 1 asks for the largest and
+is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call still sets a guard.
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
@@ -49,7 +51,9 @@ def upper_quantile(ratios, quantile: float) -> float:
     not set a guard (the module docstring, *one call alone*)."""
     values = np.sort(np.fromiter(ratios, float))
     guard = float(np.quantile(values, quantile))
-    return min(guard, float(values[-2])) if len(values) > 1 else guard
+    if quantile >= 1.0 or len(values) < 2:  # the maximum was asked for, or is all there is
+        return guard
+    return min(guard, float(values[-2]))
 
 
 class ServingGuards:

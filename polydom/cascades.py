@@ -105,11 +105,21 @@ def _committee(learner, features, splits, classes) -> Committee | None:
     all ``classes`` (checked on the training rows it reads)."""
     X = learner.X[:, learner.columns_of(features)]
     arrays = []
-    for model in learner.fold_models(features, splits):
+    models = learner.fold_models(features, splits)
+    for model in models:
         found = linear_proba_arrays(model, X) if np.array_equal(getattr(model, "classes_", None), classes) else None
         if found is None:
             return None
         arrays.append(found)
     if not arrays:
         return None
-    return Committee(*(np.stack(parts) for parts in zip(*arrays)))
+    try:
+        committee = Committee(*(np.stack(parts) for parts in zip(*arrays)))
+    except ValueError:
+        return None
+    # What serving computes is the folded form: it must give the members' mean on real rows too.
+    rows = X[: min(len(X), 64)]
+    expected = np.mean([model.predict_proba(rows) for model in models], axis=0)
+    if not np.allclose([committee.proba(row) for row in rows], expected, rtol=0.0, atol=1e-9):
+        return None
+    return committee
