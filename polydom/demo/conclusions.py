@@ -115,7 +115,7 @@ def budget_table(verdicts: list[BudgetVerdict]) -> list[list[str]]:
     for v in verdicts:
         tied = ", ".join(f"{n} ({gap(g)})" for n, g in v.tied) or "–"
         behind = ", ".join(f"{n} ({gap(g)})" for n, g in v.behind) or "–"
-        best = "nothing fits: all serve {}" if v.nothing_fits else v.best
+        best = "no feature computed: all serve {}" if v.nothing_fits else v.best
         rows.append([ms(v.budget), best, v.accuracy[v.best].text(), tied, behind])
     return rows
 
@@ -136,7 +136,8 @@ def range_sentences(verdicts: list[BudgetVerdict], chance: float) -> list[str]:
         span = ms(lo) if lo == hi else f"{ms(lo)} to {ms(hi)}"
         first = group[0]
         if first.nothing_fits:
-            out.append(f"**{span}**: nothing fits at any size; every backend serves the majority class "
+            out.append(f"**{span}**: no backend computes a feature at any size (none fits its guarded cost); "
+                       f"every backend serves the majority class "
                        f"({first.accuracy[first.best].text()}, chance {chance:.3f}).")
             continue
         bests = list(dict.fromkeys(v.best for v in group))
