@@ -30,6 +30,15 @@ the cap changes nothing at the default quantile (the 0.99 quantile of 256 ratios
 second largest; so does any quantile up to 254/255); a quantile of 1 asks for the largest and
 is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call still sets a guard.
 
+*Forgetting.* A guard that refuses a feature also stops learning from it: the walks that would
+measure it no longer start it. A service that serves one budget would keep, for good, the guard
+it learned during a slow minute. So a band forgets a feature's record -- its ratios and its
+guard -- once ``forget_after`` walks in that band computed it no more (and forgets its pool the
+same way); the index's guard then decides again, and the next calls teach the band anew. If the
+machine is still slow, those calls overrun, and the band relearns its guard within
+``pool_min_calls`` calls. Forgetting counts walks, not seconds, so a replay decides exactly as
+it did when it was recorded.
+
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
 from at least ``pool_min_calls`` of its band.
@@ -56,6 +65,10 @@ def upper_quantile(ratios, quantile: float) -> float:
     return min(guard, float(values[-2]))
 
 
+#: Walks in a band between two looks for records to forget (a look scans the band's records).
+_FORGET_CHECK = 64
+
+
 class ServingGuards:
     """Guards that follow the measured times of the features a walk computes.
 
@@ -75,6 +88,10 @@ class ServingGuards:
     refresh : int, default 16
         A band's guard is recomputed every ``refresh`` calls (a quantile per request would cost
         more than a cheap feature).
+    forget_after : int or None, default 1024
+        Walks in a band (calls of :meth:`guards`) without a call of a feature, after which the
+        band forgets that feature's record (the module docstring, *forgetting*); None never
+        forgets.
 
     Notes
     -----
@@ -84,18 +101,23 @@ class ServingGuards:
     """
 
     def __init__(self, index, *, quantile: float = 0.99, window: int = 256, min_calls: int = 50,
-                 pool_min_calls: int = 20, refresh: int = 16):
+                 pool_min_calls: int = 20, refresh: int = 16, forget_after: int | None = 1024):
         if not 0.5 <= quantile <= 1.0:
             raise ValueError(f"quantile must lie in [0.5, 1], got {quantile!r}")
         if not 1 <= min_calls <= window or not 1 <= pool_min_calls <= window:
             raise ValueError(f"need 1 <= min_calls, pool_min_calls <= window, got min_calls={min_calls!r}, "
                              f"pool_min_calls={pool_min_calls!r}, window={window!r}")
+        if forget_after is not None and forget_after < 1:
+            raise ValueError(f"forget_after must be a positive number of walks or None, got {forget_after!r}")
         self.index = index
         self.quantile = float(quantile)
         self.window = int(window)
         self.min_calls = int(min_calls)
         self.pool_min_calls = int(pool_min_calls)
         self.refresh = max(1, int(refresh))
+        self.forget_after = None if forget_after is None else int(forget_after)
+        self._walks: dict[int, int] = {}  # per band: calls of guards()
+        self._last: dict[tuple, int] = {}  # per record: its band's walk count at its last call
         self._ratios: dict[tuple[int, int], deque] = {}
         self._learned: dict[tuple[int, int], float] = {}
         self._calls: dict[tuple[int, int], int] = {}
@@ -113,6 +135,9 @@ class ServingGuards:
         if not self._learned:
             return base
         band = self.band(size)
+        walks = self._walks[band] = self._walks.get(band, 0) + 1
+        if self.forget_after is not None and walks % _FORGET_CHECK == 0:
+            self._forget_idle(band, walks)
         learned = self._learned
         pooled = learned.get((None, band))
         if pooled is None:
@@ -135,7 +160,18 @@ class ServingGuards:
             for key in ((int(feature), band), (None, band)):
                 self._record(key, measured / predicted)
 
+    def _forget_idle(self, band: int, walks: int) -> None:
+        """Drop the records of ``band`` whose feature no walk computed in the last
+        ``forget_after`` walks there."""
+        with self._lock:
+            stale = [key for key, last in self._last.items()
+                     if key[1] == band and walks - last > self.forget_after]
+            for key in stale:
+                for table in (self._ratios, self._learned, self._calls, self._last):
+                    table.pop(key, None)
+
     def _record(self, key, ratio: float) -> None:
+        self._last[key] = self._walks.get(key[1], 0)
         ratios = self._ratios.get(key)
         if ratios is None:
             ratios = self._ratios[key] = deque(maxlen=self.window)
@@ -149,10 +185,11 @@ class ServingGuards:
         """An independent copy of what was learned so far: two walks served from two snapshots
         start from the same guards and learn apart."""
         copy = ServingGuards(self.index, quantile=self.quantile, window=self.window, min_calls=self.min_calls,
-                             pool_min_calls=self.pool_min_calls, refresh=self.refresh)
+                             pool_min_calls=self.pool_min_calls, refresh=self.refresh, forget_after=self.forget_after)
         with self._lock:
             copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)
+            copy._walks, copy._last = dict(self._walks), dict(self._last)
         return copy
 
     def check(self) -> None:
@@ -161,3 +198,4 @@ class ServingGuards:
             assert guard >= 1.0, (key, guard)
             least = self.min_calls if key[0] is not None else self.pool_min_calls
             assert least <= len(self._ratios[key]) <= self.window, key
+        assert set(self._last) == set(self._ratios), "every record knows when it was last called"

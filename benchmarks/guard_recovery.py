@@ -1,0 +1,105 @@
+"""Guards after a slow spell: a band that forgets against one that never does, served for real.
+
+A guard that refuses a feature stops measuring it, so serving guards learned while the machine
+was slow could refuse that feature for good once it is fast again (``forget_after`` in
+:mod:`polydom.index.servingguards`). This serves held-out images of a finished ``polydom demo``
+run at one budget, one after another, with two classifiers loaded from its index -- one with the
+default ``forget_after``, one with ``forget_after=None`` -- interleaved per image (order flipped at
+random). During the first ``--spell`` requests a busy process runs on every core; then the
+machine is quiet for ``--after`` requests. Per phase (the quiet phase in thirds) it prints each
+classifier's on-time accuracy (late answers count wrong) with its standard error, the share of
+answers over budget, and the share that computed no feature.
+
+Run from the project root (quiet machine; takes a few minutes)::
+
+    python benchmarks/guard_recovery.py --out RUN [--dataset fashion-mnist] [--budget 0.001] [--report benchmarks/results/guard-recovery-digits.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import polydom
+from polydom.demo.job import add_run_arguments, load_split
+from polydom.demo.settings import DEFAULT_SIDES
+from polydom.index.servingguards import ServingGuards
+
+
+def _se(values: np.ndarray) -> float:
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_arguments(parser)
+    parser.add_argument("--budget", type=float, default=0.001, help="seconds per image (default 1 ms)")
+    parser.add_argument("--spell", type=int, default=3000, help="requests served while every core is busy")
+    parser.add_argument("--after", type=int, default=9000, help="requests served on the quiet machine")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
+    rng = np.random.default_rng(args.seed)
+    order = rng.choice(test, args.spell + args.after, replace=True)
+    served = {}
+    for name, forget_after in (("forgets", "default"), ("never forgets", None)):
+        clf = polydom.CostSensitiveClassifier.load(f"{args.out}/index")
+        guards = clf.planner_.serving_guards
+        if guards is None:
+            raise SystemExit("this classifier learns no serving guards (learn_guards=False or no guards)")
+        if forget_after is None:
+            clf.planner_.serving_guards = ServingGuards(clf.planner_.index, quantile=guards.quantile, forget_after=None)
+        served[name] = clf
+    default = served["forgets"].planner_.serving_guards.forget_after
+    rows = {name: [] for name in served}
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        for n, i in enumerate(order):
+            if n == args.spell:
+                for p in busy:
+                    p.kill()
+                    p.wait()
+                busy = []
+            for name in (list(served) if rng.random() < 0.5 else list(served)[::-1]):
+                (e,) = served[name].explain([images[i]], budget=args.budget)
+                rows[name].append((e.measured_cost > args.budget, e.label == labels[i], not e.features))
+    finally:
+        for p in busy:
+            p.kill()
+    third = args.after // 3
+    phases = [("busy cores", 0, args.spell)] + [
+        (f"quiet, requests {k * third + 1}-{(k + 1) * third}", args.spell + k * third, args.spell + (k + 1) * third)
+        for k in range(3)]
+    lines = [
+        f"# Guards after a slow spell ({args.dataset}, {args.budget * 1e3:g} ms per image)",
+        "",
+        f"{args.spell} requests with a busy process on each of {os.cpu_count()} cores, then {args.after} on the"
+        f" quiet machine; held-out images drawn with replacement (seed {args.seed}), each served by both"
+        f" classifiers in random order. *forgets*: `forget_after={default}` (the default); *never forgets*:"
+        " `forget_after=None`. On-time accuracy counts late answers wrong, ± one standard error.",
+        "",
+        "| phase | classifier | on-time accuracy | late | no feature |",
+        "|---|---|---|---|---|",
+    ]
+    for label, lo, hi in phases:
+        for name in served:
+            late, right, empty = np.array(rows[name][lo:hi], dtype=bool).T
+            on_time = (right & ~late).astype(float)
+            lines.append(f"| {label} | {name} | {on_time.mean():.3f} ± {_se(on_time):.3f} | {late.mean():.1%} |"
+                         f" {empty.mean():.1%} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.report:
+        Path(args.report).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
