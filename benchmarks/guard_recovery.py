@@ -1,7 +1,7 @@
-"""Guards after a slow spell: a band that forgets against one that never does, served for real.
+"""Guards after a slow spell: a band that probes its refused features against one that never does, served for real.
 
 A guard that refuses a feature stops measuring it, so serving guards learned while the machine
-was slow could refuse that feature for good once it is fast again (``forget_after`` in
+was slow could refuse that feature for good once it is fast again (*probing*, ``forget_after`` in
 :mod:`polydom.index.servingguards`). This serves held-out images of a finished ``polydom demo``
 run at one budget, one after another, with two classifiers loaded from its index -- one with the
 default ``forget_after``, one with ``forget_after=None`` -- interleaved per image (order flipped at
@@ -42,6 +42,8 @@ def main(argv=None) -> None:
     parser.add_argument("--budget", type=float, default=0.001, help="seconds per image (default 1 ms)")
     parser.add_argument("--spell", type=int, default=3000, help="requests served while every core is busy")
     parser.add_argument("--after", type=int, default=9000, help="requests served on the quiet machine")
+    parser.add_argument("--busy-throughout", action="store_true",
+                        help="keep the busy processes for the quiet phase too: what probing costs on a machine that stays slow")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
@@ -50,7 +52,9 @@ def main(argv=None) -> None:
     rng = np.random.default_rng(args.seed)
     order = rng.choice(test, args.spell + args.after, replace=True)
     served = {}
-    for name, forget_after in (("forgets", "default"), ("never forgets", None)):
+    if args.spell < 1 or args.after < 3:
+        raise SystemExit("--spell must be at least 1 and --after at least 3 (the quiet phase is reported in thirds)")
+    for name, forget_after in (("probes", "default"), ("never probes", None)):
         clf = polydom.CostSensitiveClassifier.load(f"{args.out}/index")
         guards = clf.planner_.serving_guards
         if guards is None:
@@ -58,12 +62,12 @@ def main(argv=None) -> None:
         if forget_after is None:
             clf.planner_.serving_guards = ServingGuards(clf.planner_.index, quantile=guards.quantile, forget_after=None)
         served[name] = clf
-    default = served["forgets"].planner_.serving_guards.forget_after
+    default = served["probes"].planner_.serving_guards.forget_after
     rows = {name: [] for name in served}
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
     try:
         for n, i in enumerate(order):
-            if n == args.spell:
+            if n == args.spell and not args.busy_throughout:
                 for p in busy:
                     p.kill()
                     p.wait()
@@ -74,16 +78,18 @@ def main(argv=None) -> None:
     finally:
         for p in busy:
             p.kill()
-    third = args.after // 3
+            p.wait()
+    third = args.after // 3  # the last (after % 3) requests are left out of the thirds
+    after = "still busy" if args.busy_throughout else "quiet"
     phases = [("busy cores", 0, args.spell)] + [
-        (f"quiet, requests {k * third + 1}-{(k + 1) * third}", args.spell + k * third, args.spell + (k + 1) * third)
+        (f"{after}, requests {k * third + 1}-{(k + 1) * third}", args.spell + k * third, args.spell + (k + 1) * third)
         for k in range(3)]
     lines = [
         f"# Guards after a slow spell ({args.dataset}, {args.budget * 1e3:g} ms per image)",
         "",
-        f"{args.spell} requests with a busy process on each of {os.cpu_count()} cores, then {args.after} on the"
-        f" quiet machine; held-out images drawn with replacement (seed {args.seed}), each served by both"
-        f" classifiers in random order. *forgets*: `forget_after={default}` (the default); *never forgets*:"
+        f"{args.spell} requests with a busy process on each of {os.cpu_count()} cores, then {args.after}"
+        f" {'with the busy processes still running' if args.busy_throughout else 'on the quiet machine'}; held-out images drawn with replacement (seed {args.seed}), each served by both"
+        f" classifiers in random order. *probes*: `forget_after={default}` (the default); *never probes*:"
         " `forget_after=None`. On-time accuracy counts late answers wrong, ± one standard error.",
         "",
         "| phase | classifier | on-time accuracy | late | no feature |",

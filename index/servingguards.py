@@ -30,14 +30,17 @@ the cap changes nothing at the default quantile (the 0.99 quantile of 256 ratios
 second largest; so does any quantile up to 254/255); a quantile of 1 asks for the largest and
 is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call still sets a guard.
 
-*Forgetting.* A guard that refuses a feature also stops learning from it: the walks that would
+*Probing.* A guard that refuses a feature also stops learning from it: the walks that would
 measure it no longer start it. A service that serves one budget would keep, for good, the guard
-it learned during a slow minute. So a band forgets a feature's record -- its ratios and its
-guard -- once ``forget_after`` walks in that band computed it no more (and forgets its pool the
-same way); the index's guard then decides again, and the next calls teach the band anew. If the
-machine is still slow, those calls overrun, and the band relearns its guard within
-``pool_min_calls`` calls. Forgetting counts walks, not seconds, so a replay decides exactly as
-it did when it was recorded.
+it learned during a slow minute. So once ``forget_after`` walks in a band computed a feature no
+more, the band *probes* it: its guard there is the index's again (neither its own nor the pool's)
+until one call is measured. If that call ran below the learned guard, the machine has changed:
+the band forgets the feature's record and learns it anew from that call on. If not, the record
+stays and the next probe comes ``forget_after`` walks later, so a feature that stays slow costs
+one overrun per probe, not one per pool window. The pool is probed the same way, by the next call
+of any feature. Probes count walks, not seconds, so a replay decides exactly as it did when it was
+recorded. (The walk counter is read and raised without the lock: a lost increment under
+contention only delays a probe.)
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
@@ -65,8 +68,8 @@ def upper_quantile(ratios, quantile: float) -> float:
     return min(guard, float(values[-2]))
 
 
-#: Walks in a band between two looks for records to forget (a look scans the band's records).
-_FORGET_CHECK = 64
+#: Walks in a band between two looks for records to probe (a look scans the band's records).
+_PROBE_CHECK = 64
 
 
 class ServingGuards:
@@ -90,8 +93,8 @@ class ServingGuards:
         more than a cheap feature).
     forget_after : int or None, default 1024
         Walks in a band (calls of :meth:`guards`) without a call of a feature, after which the
-        band forgets that feature's record (the module docstring, *forgetting*); None never
-        forgets.
+        band probes that feature's learned guard (the module docstring, *probing*); None never
+        probes.
 
     Notes
     -----
@@ -107,8 +110,8 @@ class ServingGuards:
         if not 1 <= min_calls <= window or not 1 <= pool_min_calls <= window:
             raise ValueError(f"need 1 <= min_calls, pool_min_calls <= window, got min_calls={min_calls!r}, "
                              f"pool_min_calls={pool_min_calls!r}, window={window!r}")
-        if forget_after is not None and forget_after < 1:
-            raise ValueError(f"forget_after must be a positive number of walks or None, got {forget_after!r}")
+        if forget_after is not None and not (float(forget_after).is_integer() and forget_after >= 1):
+            raise ValueError(f"forget_after must be a positive whole number of walks or None, got {forget_after!r}")
         self.index = index
         self.quantile = float(quantile)
         self.window = int(window)
@@ -118,6 +121,7 @@ class ServingGuards:
         self.forget_after = None if forget_after is None else int(forget_after)
         self._walks: dict[int, int] = {}  # per band: calls of guards()
         self._last: dict[tuple, int] = {}  # per record: its band's walk count at its last call
+        self._probing: set = set()  # records whose next call decides whether they are forgotten
         self._ratios: dict[tuple[int, int], deque] = {}
         self._learned: dict[tuple[int, int], float] = {}
         self._calls: dict[tuple[int, int], int] = {}
@@ -136,10 +140,17 @@ class ServingGuards:
             return base
         band = self.band(size)
         walks = self._walks[band] = self._walks.get(band, 0) + 1
-        if self.forget_after is not None and walks % _FORGET_CHECK == 0:
-            self._forget_idle(band, walks)
+        if self.forget_after is not None and walks % _PROBE_CHECK == 0:
+            self._probe_idle(band, walks)
         learned = self._learned
+        probing = self._probing
         pooled = learned.get((None, band))
+        if probing:
+            if (None, band) in probing:
+                pooled = None
+            if any((i, band) in probing for i in range(len(base))):
+                return tuple(g if (i, band) in probing else learned.get((i, band), g if pooled is None else max(g, pooled))
+                             for i, g in enumerate(base))
         if pooled is None:
             return tuple(learned.get((i, band), g) for i, g in enumerate(base))
         # The pool mixes features with lighter and heavier tails: it only ever raises a guard.
@@ -160,17 +171,19 @@ class ServingGuards:
             for key in ((int(feature), band), (None, band)):
                 self._record(key, measured / predicted)
 
-    def _forget_idle(self, band: int, walks: int) -> None:
-        """Drop the records of ``band`` whose feature no walk computed in the last
+    def _probe_idle(self, band: int, walks: int) -> None:
+        """Probe the learned records of ``band`` whose feature no walk computed in the last
         ``forget_after`` walks there."""
         with self._lock:
-            stale = [key for key, last in self._last.items()
-                     if key[1] == band and walks - last > self.forget_after]
-            for key in stale:
-                for table in (self._ratios, self._learned, self._calls, self._last):
-                    table.pop(key, None)
+            self._probing.update(key for key, last in self._last.items()
+                                 if key[1] == band and key in self._learned and walks - last > self.forget_after)
 
     def _record(self, key, ratio: float) -> None:
+        if key in self._probing:
+            self._probing.discard(key)
+            if ratio < self._learned.get(key, math.inf):  # faster than it learned: start afresh
+                for table in (self._ratios, self._learned, self._calls):
+                    table.pop(key, None)
         self._last[key] = self._walks.get(key[1], 0)
         ratios = self._ratios.get(key)
         if ratios is None:
@@ -189,7 +202,7 @@ class ServingGuards:
         with self._lock:
             copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)
-            copy._walks, copy._last = dict(self._walks), dict(self._last)
+            copy._walks, copy._last, copy._probing = dict(self._walks), dict(self._last), set(self._probing)
         return copy
 
     def check(self) -> None:
@@ -198,4 +211,5 @@ class ServingGuards:
             assert guard >= 1.0, (key, guard)
             least = self.min_calls if key[0] is not None else self.pool_min_calls
             assert least <= len(self._ratios[key]) <= self.window, key
-        assert set(self._last) == set(self._ratios), "every record knows when it was last called"
+        assert set(self._last) == set(self._ratios) == set(self._calls), "every record knows when it was last called"
+        assert self._probing <= set(self._learned), "only a learned guard is probed"

@@ -282,8 +282,9 @@ class _DeadlineWorkers:
         # Two workers: one abandoned computation does not hold up the next request's.
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="polydom-speculate")
         self.lock = threading.Lock()
-        self.abandoned = None  # the last computation given up at its deadline, maybe still running
-        self.overshoot: deque = deque(maxlen=64)
+        self.running_abandoned = 0  # computations given up at their deadline and still running
+        self.overshoot: deque = deque(maxlen=64)  # how late timed waits woke
+        self.handback: deque = deque(maxlen=64)  # how long a finished result took to reach its caller
         idle = threading.Event()
         for _ in range(8):
             asked = time.perf_counter() + 2e-4
@@ -291,31 +292,44 @@ class _DeadlineWorkers:
             self.overshoot.append(max(0.0, time.perf_counter() - asked))
 
     def margin(self) -> float:
+        # Results already waiting when asked for add delays near zero; kept apart, they cannot
+        # pull the timeouts' quantile down.
         with self.lock:
-            seen = sorted(self.overshoot)
-        return seen[int(0.9 * (len(seen) - 1))]
+            return max(_quantile90(self.overshoot), _quantile90(self.handback))
+
+    def _done_abandoned(self, future) -> None:
+        with self.lock:
+            self.running_abandoned -= 1
 
     def run(self, feature: Feature, array: np.ndarray, i: int, deadline: float) -> np.ndarray:
-        with self.lock:
-            if self.abandoned is not None and not self.abandoned.done():
+        wake = deadline - self.margin()
+        with self.lock:  # one decision for all threads: check and submit together
+            if self.running_abandoned:
                 # An abandoned computation still holds a core: a second one would slow every
                 # request behind it (served for real at 0.5 ms, 39% of the walks that started no
                 # feature past its guard overran while abandoned ones piled up), so give up now.
                 raise FeatureTimeout(feature.name)
-        future = self.pool.submit(_stamped, feature, array, i)
-        wake = deadline - self.margin()
+            future = self.pool.submit(_stamped, feature, array, i)
         try:
             vector, finished = future.result(timeout=max(0.0, wake - time.perf_counter()))
         except FutureTimeout:
             with self.lock:
                 self.overshoot.append(max(0.0, time.perf_counter() - wake))
-                self.abandoned = future
+            if not future.cancel():  # already running: count it until it ends
+                with self.lock:
+                    self.running_abandoned += 1
+                future.add_done_callback(self._done_abandoned)
             raise FeatureTimeout(feature.name) from None
         # A result also reaches this thread late (it must wake and take the interpreter back);
-        # those delays join the overshoots, so the margin covers finishing just before it too.
+        # the margin covers those delays too, so a feature finishing just before it is in time.
         with self.lock:
-            self.overshoot.append(max(0.0, time.perf_counter() - finished))
+            self.handback.append(max(0.0, time.perf_counter() - finished))
         return vector
+
+
+def _quantile90(values) -> float:
+    seen = sorted(values)
+    return seen[int(0.9 * (len(seen) - 1))] if seen else 0.0
 
 
 def _stamped(feature: Feature, array: np.ndarray, i: int) -> tuple[np.ndarray, float]:

@@ -363,35 +363,36 @@ def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_
     assert learn.guards(1.0) == before
 
 
-@pytest.mark.parametrize("forget_after", [128, None])
-def test_a_band_forgets_a_guard_that_stopped_its_feature_and_learns_the_machine_anew(any_index, forget_after):
+@pytest.mark.parametrize("after", ["recovered", "still slow", "never probed"])
+def test_a_band_probes_a_guard_that_stopped_its_feature(any_index, after):
     from polydom.index.servingguards import ServingGuards
 
     learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4,
-                          forget_after=forget_after)
+                          forget_after=None if after == "never probed" else 128)
     slow = any_index.space.names.index("slow")
     # A slow spell: slow took three times its curve, so its guard (3) refuses it at 7.0 ...
-    spell = {"cheap": 1.0, "mid": 2.0, "slow": 12.0}
     for _ in range(8):
-        clock = ScriptedClock(spell)
-        any_index.select(1.0, 7.0, clock.compute, clock, guarded=False)
         learn.observe(slow, 1.0, 4.0, 12.0)
     assert learn.guards(1.0)[slow] == pytest.approx(3.0)
-    # ... and the machine is back to its curves: the walks that refuse slow never measure it.
+    # ... and the walks that refuse slow never measure it again.
+    slow_takes = 12.0 if after == "still slow" else 4.0
     started = []
     for _ in range(400):
-        clock = ScriptedClock({"cheap": 1.0, "mid": 2.0, "slow": 4.0})
+        clock = ScriptedClock({"cheap": 1.0, "mid": 2.0, "slow": slow_takes})
         any_index.select(1.0, 7.0, clock.compute, clock, serving_guards=learn)
         started.append("slow" in clock.computed)
         learn.check()
     assert not any(started[:100])
-    if forget_after is None:
+    if after == "never probed":
         assert not any(started) and learn.guards(1.0)[slow] == pytest.approx(3.0)
-    else:
-        # Forgotten after forget_after walks without it (looked for every 64): slow starts on the
-        # index's guard again, and its own calls set its guard back to the machine's.
-        assert all(started[forget_after + 64:])
+    elif after == "recovered":
+        # Probed after 128 walks without it (looked for every 64): the probe ran at its curve, the
+        # band forgot the spell, and slow's own calls set its guard back to the machine's.
+        assert all(started[128 + 64:])
         assert learn.guards(1.0)[slow] == pytest.approx(1.0)
+    else:
+        # Each probe overran and kept the guard: one start per probe, not one per pool window.
+        assert sum(started) == 2 and learn.guards(1.0)[slow] == pytest.approx(3.0)
 
 
 def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index):
