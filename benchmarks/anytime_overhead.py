@@ -18,11 +18,9 @@ Run from the project root::
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -32,20 +30,11 @@ import numpy as np
 import polydom
 from polydom.index import anytime
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
+from revision import module_at, short_name  # noqa: E402
+
 SIDES = (28, 89, 280)
 BUDGETS_MS = (0.5, 2.0, 10.0, 50.0)
-
-
-def _walk_module_at(revision: str):
-    """``index/anytime.py`` as of ``revision``, imported under another name."""
-    source = subprocess.run(["git", "show", f"{revision}:index/anytime.py"], check=True, capture_output=True,
-                            text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "anytime_at_revision.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("anytime_at_revision", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _walks(module, index, size: float, budget: float, vectors: dict, cascade: bool, walks: int) -> tuple[float, object]:
@@ -81,10 +70,9 @@ def main(argv=None) -> None:
         raise SystemExit("this index has no prefix chains: its select is a lookup, not a walk")
     cascade = bool(index.cascades)
     vectors = {name: np.zeros(columns.stop - columns.start) for name, columns in clf.feature_columns_.items()}
-    baseline = _walk_module_at(args.against) if args.against else None
+    baseline = module_at(args.against, "index/anytime.py") if args.against else None
     if baseline is not None:  # name the commit, not a moving name such as HEAD
-        args.against = subprocess.run(["git", "rev-parse", "--short", args.against], check=True, capture_output=True,
-                                      text=True).stdout.strip()
+        args.against = short_name(args.against)
     header = "| side | budget (ms) | features computed | lookup (us) | walk (us)"
     header += f" | walk at {args.against} (us) | ratio |" if baseline else " |"
     rows = [header, "|" + "---|" * (header.count("|") - 1)]

@@ -18,9 +18,8 @@ Run from the project root (quiet machine)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import tempfile
+import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -30,17 +29,8 @@ import polydom
 from polydom.demo.job import add_run_arguments, load_split
 from polydom.demo.settings import DEFAULT_SIDES
 
-
-def _guards_module_at(revision: str):
-    """``index/servingguards.py`` as of ``revision``, imported under another name."""
-    source = subprocess.run(["git", "show", f"{revision}:index/servingguards.py"], check=True, capture_output=True,
-                            text=True).stdout
-    path = Path(tempfile.mkdtemp()) / "servingguards_at_revision.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("servingguards_at_revision", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
+from revision import module_at, short_name  # noqa: E402
 
 
 def _se(values: np.ndarray) -> float:
@@ -57,9 +47,8 @@ def main(argv=None) -> None:
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    revision = subprocess.run(["git", "rev-parse", "--short", args.against], check=True, capture_output=True,
-                              text=True).stdout.strip()
-    other = _guards_module_at(revision)
+    revision = short_name(args.against)
+    other = module_at(revision, "index/servingguards.py")
     images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
     lines = [
         f"# Serving guards served for real: working tree against {revision} ({args.dataset})",
