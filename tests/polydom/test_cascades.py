@@ -195,3 +195,45 @@ def test_damaged_committees_are_refused_when_read(built):
         arrays = dict(state.arrays, **{name: damage(state.arrays[name])})
         with pytest.raises(ValueError, match=message):
             check_arrays(state.meta, arrays)
+
+
+def test_a_price_or_a_mean_cost_sets_how_early_the_cascade_stops(built):
+    X, y, columns, learner, index, sizes = built
+    from polydom.index.cascade import replay
+
+    def oof_cost(cascades):
+        # Mean over sets of the out-of-fold cost their thresholds reach (what the fit optimised).
+        out = []
+        for mask, t in cascades.thresholds.items():
+            prefixes = chain_prefixes(index.chains[mask])[1:]
+            proba = [learner.oof_proba(index.space.frozenset(p))[0] for p in prefixes]
+            costs = np.stack([np.full(len(y), index.cost_of(index.space.frozenset(p), 64.0)) for p in prefixes], axis=1)
+            out.append(replay(t, proba, costs, np.searchsorted(np.unique(y), y))[1])
+        return np.array(out)
+
+    free = oof_cost(train_cascades(index, learner, sizes, price=0.0))
+    dear = oof_cost(train_cascades(index, learner, sizes, price=1e3))
+    assert (dear <= free + 1e-12).all() and dear.sum() < free.sum()
+    target = 0.9 * free.min()
+    capped = oof_cost(train_cascades(index, learner, sizes, mean_cost=target))
+    assert (capped <= target + 1e-12).all()
+
+
+def test_the_classifier_takes_one_way_to_set_its_cascades(fast_params):
+    from polydom.featurizers.datasets import load_digits_images
+
+    images, labels, _ = load_digits_images(sides=(16,), n_per_class=6, random_state=0)
+    for clash in ({"cascade_loss": 0.01, "cascade_price": 1.0}, {"cascade_price": 1.0, "cascade_mean_cost": 1e-3}):
+        clf = polydom.CostSensitiveClassifier(**dict(fast_params, cascade=True, **clash))
+        with pytest.raises(ValueError, match=" and ".join(n for n in ("cascade_loss", "cascade_price", "cascade_mean_cost")
+                                                       if n in clash)):
+            clf.fit(images, labels)
+    # A price no accuracy can pay stops every image at its set's first prefix (at cascade_loss=0,
+    # on these images, a third of the answers computed two or three features).
+    images, labels, _ = load_digits_images(sides=(16, 32), n_per_class=8, random_state=0)
+    params = dict(fast_params, features=["intensity_hist", "thumbnail", "edge_density"], cascade=True,
+                  cascade_price=1e9, finalist_repeats=0)
+    fitted = polydom.CostSensitiveClassifier(**params).fit(images, labels, groups=np.arange(len(images)) // 2)
+    assert any(len(order) > 1 for order in fitted.index_.chains.values())
+    explained = fitted.explain(images, budget=1.0)
+    assert all(sum(kind == "compute" for kind, _ in e.steps) == 1 for e in explained), [e.steps for e in explained]
