@@ -27,13 +27,9 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_split
-from polydom.demo.settings import DEFAULT_SIDES
+from polydom.demo.job import add_run_arguments, load_run_split
+from polydom.demo.stats import mean_se
 from polydom.index.servingguards import ServingGuards
-
-
-def _se(values: np.ndarray) -> float:
-    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
 def main(argv=None) -> None:
@@ -48,7 +44,7 @@ def main(argv=None) -> None:
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
+    images, labels, _, test = load_run_split(args)
     rng = np.random.default_rng(args.seed)
     order = rng.choice(test, args.spell + args.after, replace=True)
     served = {}
@@ -99,7 +95,7 @@ def main(argv=None) -> None:
         for name in served:
             late, right, empty = np.array(rows[name][lo:hi], dtype=bool).T
             on_time = (right & ~late).astype(float)
-            lines.append(f"| {label} | {name} | {on_time.mean():.3f} ± {_se(on_time):.3f} | {late.mean():.1%} |"
+            lines.append(f"| {label} | {name} | {mean_se(on_time).text()} | {late.mean():.1%} |"
                          f" {empty.mean():.1%} |")
     text = "\n".join(lines) + "\n"
     print(text)

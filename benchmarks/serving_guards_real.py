@@ -26,15 +26,11 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_split
-from polydom.demo.settings import DEFAULT_SIDES
+from polydom.demo.job import add_run_arguments, load_run_split
+from polydom.demo.stats import mean_se
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
 from revision import module_at, short_name  # noqa: E402
-
-
-def _se(values: np.ndarray) -> float:
-    return float(values.std(ddof=1) / np.sqrt(len(values)))
 
 
 def main(argv=None) -> None:
@@ -49,7 +45,7 @@ def main(argv=None) -> None:
     warnings.simplefilter("ignore")
     revision = short_name(args.against)
     other = module_at(revision, "index/servingguards.py")
-    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
+    images, labels, _, test = load_run_split(args)
     lines = [
         f"# Serving guards served for real: working tree against {revision} ({args.dataset})",
         "",
@@ -86,8 +82,8 @@ def main(argv=None) -> None:
             gain = on_time["tree"] - on_time["rev"]
             line = (f"| {seed} | {budget * 1e3:g} | {late['tree'].mean():.1%} / {late['rev'].mean():.1%} | "
                     f"{empty['tree'].mean():.1%} / {empty['rev'].mean():.1%} | "
-                    f"{on_time['tree'].mean():.3f} ± {_se(on_time['tree']):.3f} | "
-                    f"{on_time['rev'].mean():.3f} ± {_se(on_time['rev']):.3f} | {gain.mean():+.3f} ± {_se(gain):.3f} |")
+                    f"{mean_se(on_time['tree']).text()} | {mean_se(on_time['rev']).text()} | "
+                    f"{mean_se(gain).text(signed=True)} |")
             print(line)
             lines.append(line)
     if args.report:

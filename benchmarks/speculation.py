@@ -22,8 +22,8 @@ import warnings
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_split
-from polydom.demo.settings import DEFAULT_SIDES
+from polydom.demo.job import add_run_arguments, load_run_split
+from polydom.demo.stats import mean_se
 
 
 def main(argv=None) -> None:
@@ -35,7 +35,7 @@ def main(argv=None) -> None:
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    images, labels, _, test = load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
+    images, labels, _, test = load_run_split(args)
     rng = np.random.default_rng(args.seed)
     pick = rng.choice(test, min(args.images, len(test)), replace=False)
     served = {flag: polydom.CostSensitiveClassifier.load(f"{args.out}/index").set_params(speculate=flag)
@@ -52,10 +52,9 @@ def main(argv=None) -> None:
                 rows[flag].append((e.measured_cost > budget, e.label == labels[i], "speculate" in kinds, "abandon" in kinds))
         for flag in (True, False):
             late, right, tried, abandoned = np.array(rows[flag]).T
-            on_time = right & ~late
-            se = on_time.std(ddof=1) / np.sqrt(len(on_time))
+            on_time = mean_se(right & ~late)
             lines.append(f"{budget * 1e3:g} ms, speculate={flag}: over budget {late.mean():.1%}, on-time accuracy "
-                         f"{on_time.mean():.3f} ± {se:.3f}, tried past the guard {tried.mean():.1%}, "
+                         f"{on_time.text()}, tried past the guard {tried.mean():.1%}, "
                          f"abandoned {abandoned.mean():.1%}")
             print(lines[-1])
     if args.report:

@@ -185,7 +185,7 @@ def serve_anytime(
                 target = other
                 steps.append(("retarget", other))
                 continue
-            if not (speculate and _worth_trying(index, nxt, computed, served, elapsed + cost[nxt] <= limit)):
+            if not (speculate and elapsed + cost[nxt] <= limit and _worth_trying(index, nxt, computed, served)):
                 steps.append(("stop", names[nxt]))
                 break
             tried = True
@@ -260,11 +260,9 @@ def _best_with_room(index, size: float, computed: int, remaining: float, need, b
 _SLACK = 1.0 + 1e-12
 
 
-def _worth_trying(index, feature: int, computed: int, served: int, fits_unguarded: bool) -> bool:
-    """Whether a speculative start of ``feature`` could pay: its predicted cost fits without
-    the guard and, computed, it would complete a set more accurate than the one served."""
-    if not fits_unguarded:
-        return False
+def _worth_trying(index, feature: int, computed: int, served: int) -> bool:
+    """Whether a speculative start of ``feature`` (whose unguarded cost fits) could pay: computed,
+    it would complete a set more accurate than the one served."""
     return index.trained.get(_best_computed(index, computed | 1 << feature, served), -1.0) > index.trained.get(served, -1.0)
 
 

@@ -139,9 +139,10 @@ class ServingGuards:
         if not self._learned:
             return base
         band = self.band(size)
-        walks = self._walks[band] = self._walks.get(band, 0) + 1
-        if self.forget_after is not None and walks % _PROBE_CHECK == 0:
-            self._probe_idle(band, walks)
+        if self.forget_after is not None:
+            walks = self._walks[band] = self._walks.get(band, 0) + 1
+            if walks % _PROBE_CHECK == 0:
+                self._probe_idle(band, walks)
         learned = self._learned
         probing = self._probing
         pooled = learned.get((None, band))

@@ -22,7 +22,7 @@ from .settings import (
     SERVING, TIES, TIMING_SIDES,
 )
 
-__all__ = ["run_demo", "with_tolerance", "with_speculation", "split_pictures", "load_split",
+__all__ = ["run_demo", "with_tolerance", "with_speculation", "split_pictures", "load_split", "load_run_split",
            "add_run_arguments"]
 
 def _log(message: str) -> None:
@@ -92,10 +92,16 @@ def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: in
     return images, labels, train, test
 
 
+def load_run_split(args):
+    """:func:`load_split` for the run named by :func:`add_run_arguments`'s options, at the
+    demo's sides: ``(images, labels, train, test)``."""
+    return load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
+
+
 def add_run_arguments(parser) -> None:
     """The options of a benchmark that judges a finished demo run: ``--out`` (the run's
     directory), ``--dataset`` and the split's per-class counts (as the run used them), for
-    :func:`load_split`."""
+    :func:`load_run_split`."""
     parser.add_argument("--out", required=True, help="a finished `polydom demo --out` directory")
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
     parser.add_argument("--train-per-class", type=int, default=20, help="as the demo run used (default 20)")

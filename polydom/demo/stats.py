@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Z", "Estimate", "picture_shares", "accuracy", "difference", "overall", "overall_difference"]
+__all__ = ["Z", "Estimate", "mean_se", "picture_shares", "accuracy", "difference", "overall", "overall_difference"]
 
 #: Standard errors a difference must exceed to be called significant.
 Z = 2.0
@@ -47,7 +47,8 @@ class Estimate:
         return f"{self.value:{sign}.{digits}f} ± {self.se:.{digits}f}"
 
 
-def _mean_se(values: np.ndarray) -> Estimate:
+def mean_se(values: np.ndarray) -> Estimate:
+    """The mean of ``values`` with its standard error (NaN with fewer than two)."""
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return Estimate(float(values.mean()) if len(values) else math.nan, math.nan)
@@ -75,19 +76,19 @@ def picture_shares(correct: np.ndarray, pictures: np.ndarray) -> np.ndarray:
 
 def accuracy(correct: np.ndarray, pictures: np.ndarray) -> list[Estimate]:
     """Accuracy of each row (budget) with its standard error over pictures."""
-    return [_mean_se(row) for row in picture_shares(correct, pictures)]
+    return [mean_se(row) for row in picture_shares(correct, pictures)]
 
 
 def difference(correct_a: np.ndarray, correct_b: np.ndarray, pictures: np.ndarray) -> list[Estimate]:
     """Paired accuracy difference ``a - b`` of each row, with its standard error over pictures."""
-    return [_mean_se(row) for row in picture_shares(correct_a, pictures) - picture_shares(correct_b, pictures)]
+    return [mean_se(row) for row in picture_shares(correct_a, pictures) - picture_shares(correct_b, pictures)]
 
 
 def overall(correct: np.ndarray, pictures: np.ndarray) -> Estimate:
     """Accuracy over every row and item (each budget weighs the same), standard error over pictures."""
-    return _mean_se(picture_shares(correct, pictures).mean(axis=0))
+    return mean_se(picture_shares(correct, pictures).mean(axis=0))
 
 
 def overall_difference(correct_a: np.ndarray, correct_b: np.ndarray, pictures: np.ndarray) -> Estimate:
     """Paired difference of :func:`overall` accuracies, ``a - b``."""
-    return _mean_se((picture_shares(correct_a, pictures) - picture_shares(correct_b, pictures)).mean(axis=0))
+    return mean_se((picture_shares(correct_a, pictures) - picture_shares(correct_b, pictures)).mean(axis=0))
