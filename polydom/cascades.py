@@ -34,8 +34,8 @@ __all__ = ["CASCADE_FOLDS", "train_cascades"]
 CASCADE_FOLDS = 10
 
 
-def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, mean_cost=None, allowed_loss=0.0,
-                   per_class=False, splits=None):
+def train_cascades(index, learner, sizes, *, price=None, relative_price=None, target_accuracy=None, mean_cost=None,
+                   saving=None, allowed_loss=0.0, per_class=False, splits=None):
     """Cascade thresholds for every servable set of ``index``.
 
     Parameters
@@ -48,9 +48,19 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
         Each training item's size, in the order of ``learner.y``.
     price : float, optional
         Accuracy given up per unit of mean cost (seconds, when costs are seconds).
+    relative_price : float, optional
+        Instead of a price: accuracy given up per whole set's cost saved. Each item's cost of
+        stopping at a prefix is counted as a fraction of the whole set's cost at the item's
+        size, so one value weighs a cheap set's savings like a dear set's (a price per second
+        weighs the dear sets of large budgets most: the one that keeps their accuracy saves
+        little on cheap sets, and the one that saves on cheap sets gives up accuracy on dear ones).
     target_accuracy, mean_cost : float, optional
         Instead of a price: the cheapest cascade at this out-of-fold (assured) accuracy, or the
         most accurate at this mean cost (per set).
+    saving : float in [0, 1], optional
+        Instead of a price: the most accurate cascade that saves this share of each set's cost
+        out of fold (each item's cost a fraction of the whole set's at its size). A set whose
+        cascade cannot save that much keeps its plain walk.
     allowed_loss : float, default 0.0
         With none of the above: each set's target is its own out-of-fold accuracy minus
         ``allowed_loss`` (a fraction of the items). At 0 a prefix may answer only where, out of
@@ -67,8 +77,8 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
     -------
     Cascades
     """
-    if sum(v is not None for v in (price, target_accuracy, mean_cost)) > 1:
-        raise ValueError("give at most one of price, target_accuracy and mean_cost")
+    if sum(v is not None for v in (price, relative_price, target_accuracy, mean_cost, saving)) > 1:
+        raise ValueError("give at most one of price, relative_price, target_accuracy, mean_cost and saving")
     sizes = np.asarray(sizes, dtype=float)
     classes = np.unique(learner.y)
     y = np.searchsorted(classes, learner.y)
@@ -87,6 +97,10 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
         costs = np.stack([horner(np.repeat(row[None, :], len(sizes), axis=0), sizes) for row in coef], axis=1)
         if price is not None:
             fit = fit_thresholds(proba, costs, y, float(price), per_class=per_class)
+        elif relative_price is not None:
+            fit = fit_thresholds(proba, _shares(costs), y, float(relative_price), per_class=per_class)
+        elif saving is not None:
+            fit = _saving(proba, _shares(costs), y, float(saving), per_class)
         elif mean_cost is not None:
             fit = fit_to_target(proba, costs, y, mean_cost=float(mean_cost), per_class=per_class)
         else:
@@ -98,6 +112,22 @@ def train_cascades(index, learner, sizes, *, price=None, target_accuracy=None, m
             if prefix not in committees:
                 committees[prefix] = _committee(learner, space.frozenset(prefix), splits, classes)
     return Cascades(thresholds, classes.tolist(), {m: c for m, c in committees.items() if c is not None})
+
+
+def _saving(proba, shares, y, saving, per_class):
+    """The most accurate thresholds (assured, out of fold) whose mean share of the set's cost is at
+    most ``1 - saving``, then the cheapest at that accuracy: where stopping loses nothing, a
+    cascade saves more than asked rather than stopping just enough."""
+    fit = fit_to_target(proba, shares, y, mean_cost=1.0 - saving, per_class=per_class)
+    if fit.mean_cost > 1.0 - saving:
+        return fit  # cannot save that much: the plain walk
+    cheapest = fit_to_target(proba, shares, y, target_accuracy=fit.assured_accuracy, per_class=per_class)
+    return cheapest if cheapest.mean_cost < fit.mean_cost else fit
+
+
+def _shares(costs):
+    """Each item's prefix costs as fractions of its whole set's cost (the last column)."""
+    return costs / np.maximum(costs[:, -1:], np.finfo(float).tiny)
 
 
 def _committee(learner, features, splits, classes) -> Committee | None:

@@ -35,6 +35,8 @@ CONSTRAINTS = {
     "cascade": [Boolean()],
     "cascade_loss": [Real(0.0, 1.0)],
     "cascade_price": [NoneValue(), Real(low=0.0)],
+    "cascade_relative_price": [NoneValue(), Real(low=0.0)],
+    "cascade_saving": [NoneValue(), Real(0.0, 1.0)],
     "cascade_mean_cost": [NoneValue(), Real(low=0.0)],
     "cascade_per_class": [Boolean()],
     "extrapolate": [Options(("warn", "raise", "allow"))],
@@ -66,9 +68,10 @@ def check_params(params: Mapping, constraints: Mapping) -> None:
     if params["lambdas"] is not None and "lambdas" not in backend_spec(params["backend"]).options:
         raise ValueError(f"lambdas applies to backend='greedy' only, got backend={params['backend']!r}")
     chosen = ["cascade_loss"] if params["cascade_loss"] > 0 else []
-    chosen += [name for name in ("cascade_price", "cascade_mean_cost") if params[name] is not None]
+    prices = ("cascade_price", "cascade_relative_price", "cascade_mean_cost", "cascade_saving")
+    chosen += [name for name in prices if params[name] is not None]
     if len(chosen) > 1:
-        raise ValueError(f"a cascade takes one of cascade_loss, cascade_price and cascade_mean_cost, got {' and '.join(chosen)}")
+        raise ValueError(f"a cascade takes one of cascade_loss, {', '.join(prices)}, got {' and '.join(chosen)}")
     sides, degree = params["timing_sides"], params["cost_degree"]
     if sides is not None and len(set(sides)) < degree + 1:
         raise ValueError(f"timing_sides needs at least cost_degree + 1 = {degree + 1} distinct sides, "

@@ -74,11 +74,20 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         extraction time per image. Each set's thresholds maximise accuracy minus price times
         mean cost (each item's cost is that of the prefix it stops at, at its own size), so
         ``cascade_price=10`` gives up 0.01 of accuracy for every millisecond saved on average.
+    cascade_relative_price : float, optional
+        Instead of ``cascade_loss``: the out-of-fold accuracy worth a set's whole extraction
+        time. Each item's cost counts as the fraction of its set's cost (at its size) paid
+        before it stopped, so ``cascade_relative_price=0.05`` gives up 0.01 of accuracy for
+        every fifth of the cost saved, on cheap sets and dear ones alike.
     cascade_mean_cost : float, optional
         Instead of ``cascade_loss``: a mean extraction time per image (seconds) for each set's
         cascade; its thresholds are the most accurate out of fold that meet it, found by
         bisection on the price. A set that costs less than this in full, or whose cascade
         cannot get that cheap, keeps its plain walk.
+    cascade_saving : float in [0, 1], optional
+        Instead of ``cascade_loss``: the share of each set's extraction time its cascade saves
+        out of fold (each image's cost a fraction of the whole set's at its size), at the most
+        accurate thresholds that do. A set whose cascade cannot save that much keeps its plain walk.
     cascade_per_class : bool, default False
         One confidence threshold per prefix and predicted class instead of one per prefix. It
         needs many training items per class: chosen from a few hundred, per-class thresholds
@@ -204,7 +213,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
                  tolerance=0.0, cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.0,
-                 cascade_price=None, cascade_mean_cost=None, cascade_per_class=False, extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
+                 cascade_price=None, cascade_relative_price=None, cascade_mean_cost=None, cascade_saving=None, cascade_per_class=False, extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
                  calibrate_costs=True, cost_guard=0.99, learn_guards=True, speculate=False, backend="polydom",
                  lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
                  warm_start=False, n_jobs=None, random_state=None, progress=None):
@@ -221,7 +230,9 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         self.cascade = cascade
         self.cascade_loss = cascade_loss
         self.cascade_price = cascade_price
+        self.cascade_relative_price = cascade_relative_price
         self.cascade_mean_cost = cascade_mean_cost
+        self.cascade_saving = cascade_saving
         self.cascade_per_class = cascade_per_class
         self.extrapolate = extrapolate
         self.scoring = scoring

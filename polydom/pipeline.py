@@ -90,6 +90,8 @@ class FitSettings:
     cascade: bool
     cascade_loss: float
     cascade_price: Any
+    cascade_relative_price: Any
+    cascade_saving: Any
     cascade_mean_cost: Any
     cascade_per_class: bool
     extrapolate: str
@@ -385,7 +387,9 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         # themselves as the served ones (see CASCADE_FOLDS); fewer where the groups are fewer.
         folds = _cascade_folds(y, groups, s.random_state)
         index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss,
-                                                   price=s.cascade_price, mean_cost=s.cascade_mean_cost,
+                                                   price=s.cascade_price, relative_price=s.cascade_relative_price,
+                                                   saving=s.cascade_saving,
+                                                   mean_cost=s.cascade_mean_cost,
                                                    per_class=s.cascade_per_class, splits=folds))
     # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
     index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]

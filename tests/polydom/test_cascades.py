@@ -219,14 +219,56 @@ def test_a_price_or_a_mean_cost_sets_how_early_the_cascade_stops(built):
     assert (capped <= target + 1e-12).all()
 
 
+def test_a_relative_price_is_a_price_per_whole_set_cost(built):
+    # Every item has one size here, so a relative price r is the price r / (the set's cost) for
+    # each set alone: a cheap set gets a dearer price per second than a dear one.
+    X, y, columns, learner, index, sizes = built
+    relative = train_cascades(index, learner, sizes, relative_price=0.05)
+    full_costs = {mask: index.cost_of(index.space.frozenset(mask), 64.0) for mask in relative.thresholds}
+    assert len(set(full_costs.values())) > 1
+    stopped_early = 0
+    for mask, thresholds in relative.thresholds.items():
+        alone = train_cascades(index, learner, sizes, price=0.05 / full_costs[mask]).thresholds[mask]
+        assert np.array_equal(thresholds, alone)
+        stopped_early += bool((thresholds[:-1] < 1.0).any())
+    assert stopped_early
+    with pytest.raises(ValueError, match="price, relative_price"):
+        train_cascades(index, learner, sizes, price=1.0, relative_price=0.05)
+
+
+def test_a_saving_is_met_out_of_fold_as_a_share_of_each_sets_cost(built):
+    X, y, columns, learner, index, sizes = built
+    from polydom.index.cascade import replay
+
+    positions = np.searchsorted(np.unique(y), y)
+    cascades = train_cascades(index, learner, sizes, saving=0.3)
+    saved = []
+    for mask, thresholds in cascades.thresholds.items():
+        prefixes = chain_prefixes(index.chains[mask])[1:]
+        proba = [learner.oof_proba(index.space.frozenset(p))[0] for p in prefixes]
+        costs = np.stack([np.full(len(y), index.cost_of(index.space.frozenset(p), 64.0)) for p in prefixes], axis=1)
+        mean_cost = replay(thresholds, proba, costs, positions)[1]
+        saved.append(1.0 - mean_cost / costs[0, -1])
+    # Every set either saves its 30% out of fold or, where no thresholds get that cheap, stays plain.
+    assert all(s >= 0.3 - 1e-12 or s == 0.0 for s in saved), saved
+    assert max(saved) >= 0.3
+    # Among equally accurate thresholds the cheapest: asking to save nothing stops wherever
+    # stopping loses nothing out of fold, as the default does.
+    nothing, lossless = train_cascades(index, learner, sizes, saving=0.0), train_cascades(index, learner, sizes)
+    assert set(nothing.thresholds) == set(lossless.thresholds)
+    assert all(np.array_equal(nothing.thresholds[m], lossless.thresholds[m]) for m in lossless.thresholds)
+    assert any((t[:-1] < 1.0).any() for t in lossless.thresholds.values())
+
+
 def test_the_classifier_takes_one_way_to_set_its_cascades(fast_params):
     from polydom.featurizers.datasets import load_digits_images
 
     images, labels, _ = load_digits_images(sides=(16,), n_per_class=6, random_state=0)
-    for clash in ({"cascade_loss": 0.01, "cascade_price": 1.0}, {"cascade_price": 1.0, "cascade_mean_cost": 1e-3}):
+    names = ("cascade_loss", "cascade_price", "cascade_relative_price", "cascade_mean_cost")
+    for clash in ({"cascade_loss": 0.01, "cascade_price": 1.0}, {"cascade_price": 1.0, "cascade_mean_cost": 1e-3},
+                  {"cascade_relative_price": 0.05, "cascade_mean_cost": 1e-3}):
         clf = polydom.CostSensitiveClassifier(**dict(fast_params, cascade=True, **clash))
-        with pytest.raises(ValueError, match=" and ".join(n for n in ("cascade_loss", "cascade_price", "cascade_mean_cost")
-                                                       if n in clash)):
+        with pytest.raises(ValueError, match=" and ".join(n for n in names if n in clash)):
             clf.fit(images, labels)
     # A price no accuracy can pay stops every image at its set's first prefix (at cascade_loss=0,
     # on these images, a third of the answers computed two or three features).
