@@ -107,14 +107,18 @@ def cost_saving(grids: dict, saver: str, reference: str, pictures: np.ndarray) -
         ``budget``, ``cost`` and ``reference_cost`` (mean measured seconds per item),
         ``saving`` (``1 - cost / reference_cost``; NaN when the reference spends nothing),
         ``gap`` (paired accuracy ``saver - reference``, an Estimate), ``multi`` (the share of
-        the reference's answers that used more than one feature).
+        the reference's answers that used more than one feature) and ``multi_saving`` (the
+        saving on those items alone: an answer with one feature has no later feature to skip).
     """
     a, b = grids[saver], grids[reference]
     gaps = stats.difference(a.correct, b.correct, pictures)
     out = []
     for k, budget in enumerate(b.budgets):
         cost, ref_cost = float(a.measured[k].mean()), float(b.measured[k].mean())
+        multi = b.n_features[k] > 1
+        multi_ref = float(b.measured[k][multi].mean()) if multi.any() else 0.0
         out.append({"budget": float(budget), "cost": cost, "reference_cost": ref_cost,
                     "saving": 1.0 - cost / ref_cost if ref_cost > 0 else float("nan"), "gap": gaps[k],
-                    "multi": float((b.n_features[k] > 1).mean())})
+                    "multi": float(multi.mean()),
+                    "multi_saving": 1.0 - float(a.measured[k][multi].mean()) / multi_ref if multi_ref > 0 else float("nan")})
     return out

@@ -53,3 +53,16 @@ def test_violations_and_cost_saving_per_cell():
     cheap = grid(np.ones((2, 12)), np.full((2, 12), 0.25), n_features=np.ones((2, 12)))
     rows = cells.cost_saving({"cheap": cheap, "g": g}, "cheap", "g", PICTURES)
     assert rows[1]["saving"] == pytest.approx(0.5) and rows[1]["gap"].value == 0.0
+
+
+def test_the_saving_on_multi_feature_answers_leaves_out_answers_with_nothing_to_skip():
+    two = np.zeros((2, 12), dtype=int) + 1
+    two[:, :6] = 2  # size 100 answered with two features, size 400 with one
+    reference = grid(np.ones((2, 12)), np.ones((2, 12)), n_features=two)
+    spent = np.ones((2, 12))
+    spent[:, :6] = 0.5  # the cascade stops early on every two-feature answer
+    rows = cells.cost_saving({"cascade": grid(np.ones((2, 12)), spent), "ref": reference}, "cascade", "ref", PICTURES)
+    assert all(r["multi"] == 0.5 for r in rows)
+    assert all(r["saving"] == pytest.approx(0.25) and r["multi_saving"] == pytest.approx(0.5) for r in rows)
+    alone = grid(np.ones((2, 12)), np.ones((2, 12)))  # one feature everywhere: nothing to report
+    assert all(np.isnan(r["multi_saving"]) for r in cells.cost_saving({"a": alone, "b": alone}, "a", "b", PICTURES))
