@@ -52,6 +52,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits",
                         help="digits (bundled with scikit-learn; default) or Fashion-MNIST from Debian's "
                              "dataset-fashion-mnist package")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="which pictures are drawn, how they are rendered and split, and the learners' seeds "
+                             "(default 0); runs with other seeds are independent samples of the same experiment")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         timing = tuple(sorted(set(timing) | set(sides)))
     if args.cv < 2:
         raise UsageError(f"--cv must be >= 2, got {args.cv}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
     if args.dataset == "fashion-mnist":
         from polydom.featurizers.datasets import fashion_mnist_available
 
@@ -92,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
                               sides=sides, cv=args.cv, dataset=args.dataset, n_jobs=args.n_jobs, cache_dir=cache,
                               timing_sides=timing, timing_images=2 if args.quick else 4,
                               timing_repeats=2 if args.quick else 5, real_items=6 if args.quick else 40,
-                              compare=args.compare)
+                              compare=args.compare, random_state=args.seed)
         except KeyboardInterrupt:
             raise interrupted(os.path.join(cache, "expansions"), kept=not args.no_cache) from None
     print(f"polydom demo: report written to {result['report']} ({result['wall_seconds']:.0f} s)", file=sys.stderr)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .settings import (
-    BACKENDS, BASE_PARAMS, CASCADE, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
+    BACKENDS, BASE_PARAMS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
     SERVING, TIES, TIMING_SIDES,
 )
 
@@ -218,7 +218,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     from polydom.featurizers import resolve_features
 
     from . import headline, plots, report
-    from .evaluation import lookup_latency, serve_grid, serving_overhead
+    from .evaluation import ANSWERS_FILE, lookup_latency, save_answers, serve_grid, serving_overhead
 
     started = time.perf_counter()
     load_at_start = _load_average()
@@ -297,6 +297,10 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
     loaded_grid = serve_grid(loaded, held_out.X, held_out.seconds, test_sizes, y_test, budgets)
     round_trip = bool(np.array_equal(loaded_grid.correct, grids[PRIMARY].correct)
                       and np.array_equal(loaded_grid.keys, grids[PRIMARY].keys))
+    kept = dict(grids)
+    if cascade_pair is not None:
+        kept.update({f"{CASCADE_PAIR}/{mode}": grid for mode, grid in cascade_pair.items()})
+    save_answers(os.path.join(out, ANSWERS_FILE), kept, test_sizes, test // len(sides), y_test)
     stages["serve the held-out grid"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -125,7 +125,7 @@ def write_report(path, r: dict) -> str:
     learners = ", ".join(primary.fit_stats_.get("learners", [])) or "the default learners"
     add(_table(["", ""], [
         ["data", f"{_DATASETS[r['dataset']]}, rendered at sides {', '.join(map(str, r['sides']))} (jitter + noise), "
-                 "whole pictures on one side of the split"],
+                 f"whole pictures on one side of the split; seed {r['random_state']} (`--seed`)"],
         ["images", f"{r['n_train']} training ({r['train_per_class']} pictures per class), {r['n_test']} held out "
                    f"({r['held_out_per_class']} pictures per class, {r['n_test_pictures']} pictures)"],
         ["features", f"{n_feat}: {', '.join(r['features'])}"],

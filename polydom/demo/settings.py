@@ -4,7 +4,7 @@ from polydom.calibration import DEFAULT_GUARD_QUANTILE
 
 __all__ = ["DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "QUICK_SIDES", "TIMING_SIDES", "QUICK_TIMING_SIDES",
            "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "BASE_PARAMS", "SERVING", "PRIMARY", "TIES", "PLAIN",
-           "CASCADE", "WORST_CASE", "SPECULATIVE", "ABLATIONS", "RIVALS"]
+           "CASCADE", "CASCADE_PAIR", "WORST_CASE", "SPECULATIVE", "ABLATIONS", "RIVALS"]
 
 #: The demo's feature lattice: the built-in features minus ``size_meta`` (every class comes at
 #: the same sizes, so it is chance-level) and ``gabor``, which costs 15-170 ms an image here --
@@ -33,6 +33,9 @@ CASCADE = "PolyDom α=1 cascade"
 #: (``cascade_saving``). At the default (lose nothing out of fold) Fashion-MNIST's cheap sets
 #: stopped early too rarely: 15-20% saved at 1-2 ms, where digits saved half.
 CASCADE_SAVING = 0.4
+#: :data:`CASCADE`'s own index served twice from one snapshot of its learned guards, walking
+#: plainly (``/select``) and stopping when confident (``/cascade``): only the early stops differ.
+CASCADE_PAIR = "PolyDom α=1 cascade, same guards"
 #: :data:`PRIMARY` with the paper's provisioning: costs at the 0.95 quantile of the timing pass,
 #: neither calibrated to serving nor guarded -- what median curves with a guard replace.
 WORST_CASE = "PolyDom α=1 0.95-quantile costs"

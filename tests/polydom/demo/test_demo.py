@@ -210,3 +210,35 @@ def test_build_spec_example_does_not_flood_stderr_with_warnings(tmp_path, repo_r
     assert "Warning" not in proc.stderr.replace("note: the black box warned", ""), proc.stderr
     other = [line for line in proc.stderr.splitlines() if not line.startswith("polydom build: train")]
     assert len(other) <= 2, proc.stderr  # at most a note and the "published" line
+
+
+def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, tmp_path, repo_root, capsys):
+    import runpy
+
+    from polydom.demo.evaluation import load_answers
+
+    other = tmp_path / "seed1"
+    assert main(["demo", "--quick", "--out", str(other), "--n-jobs", "1", "--seed", "1"]) == 0
+    capsys.readouterr()
+    assert "seed 1 (`--seed`)" in (other / "report.md").read_text()
+    assert json.loads((other / "headline.json").read_text())["settings"]["random_state"] == 1
+    grids0, sizes0, pictures0, y0 = load_answers(demo_out / "answers.npz")
+    grids1, sizes1, _, y1 = load_answers(other / "answers.npz")
+    assert set(grids0) == set(grids1) >= {settings.PRIMARY, settings.PLAIN, f"{settings.CASCADE_PAIR}/cascade"}
+    assert np.array_equal(sizes0, sizes1) and not np.array_equal(y0, y1)  # other pictures at the same sizes
+    # The answers file holds what the report judged: the headline's accuracy comes back from it.
+    headline = json.loads((demo_out / "headline.json").read_text())["backends"][settings.PRIMARY]
+    assert np.allclose([v for v, _ in headline["by_budget"]],
+                       polydom.demo.stats.picture_shares(grids0[settings.PRIMARY].correct, pictures0).mean(axis=1))
+
+    seeds = runpy.run_path(str(repo_root / "benchmarks" / "seeds.py"))
+    assert seeds["main"]([str(demo_out), str(other), "--name", "quick", "--results", str(tmp_path)]) == 0
+    pooled = (tmp_path / "seeds-quick.md").read_text()
+    for heading in ("## Against the other backends", "## Anytime serving, on time", "## Confidence cascade"):
+        assert heading in pooled
+    assert re.search(r"Pooled: PolyDom α=1 is within one standard error of the best of .* in \*\*\d+ of \d+\*\*", pooled)
+
+
+def test_a_negative_seed_is_a_usage_error(capsys):
+    assert main(["demo", "--quick", "--seed", "-1"]) == 2
+    assert "--seed must be >= 0" in capsys.readouterr().err

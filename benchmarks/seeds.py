@@ -1,0 +1,253 @@
+"""Demo runs with independent seeds, pooled cell by cell: which misses belong to one sample and which persist.
+
+One demo run judges every (item size, budget) cell on one draw of held-out pictures, and the same
+draw every time it is run again, so a cell it misses by one or two standard errors may be that
+draw's. Runs with other ``--seed`` values draw other pictures, render and split them anew and
+retrain everything: independent samples of the same experiment. This script reads each run's
+``answers.npz`` and pools, per cell, the paired gaps of the runs (the mean of the runs' gaps; its
+standard error ``sqrt(sum se_r^2) / R``, the runs being independent), then judges the bars of
+the demo's cell-by-cell section on the pooled numbers:
+
+* the primary (PolyDom α=1) against the best of its rivals in each cell, and on the mean over cells;
+* the anytime walk against plain serving and against GreedyCost, on time (late answers wrong),
+  and the share of late answers per cell;
+* the confidence cascade against a plain walk of its own index from the same guards: the mean
+  measured extraction time it saves per budget and the accuracy it gives up.
+
+Usage::
+
+    for s in 0 1 2 3; do polydom demo --seed $s --out build/d$s; done
+    python -P benchmarks/seeds.py build/d0 build/d1 build/d2 build/d3 --name digits
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def pooled(estimates):
+    """The mean of independent runs' estimates, with its standard error."""
+    from polydom.demo.stats import Estimate
+
+    values = np.array([e.value for e in estimates])
+    ses = np.array([e.se for e in estimates])
+    return Estimate(float(values.mean()), float(math.sqrt(np.sum(ses ** 2)) / len(estimates)))
+
+
+def load_runs(paths):
+    from polydom.demo.evaluation import ANSWERS_FILE, load_answers
+
+    runs = []
+    for path in paths:
+        file = os.path.join(path, ANSWERS_FILE)
+        if not os.path.exists(file):
+            sys.exit(f"seeds: {path} holds no {ANSWERS_FILE}; run `polydom demo --out {path} --seed N` first")
+        runs.append(load_answers(file))
+    budgets = [tuple(r[0][next(iter(r[0]))].budgets) for r in runs]
+    sides = [tuple(np.unique(r[1])) for r in runs]
+    if len(set(budgets)) != 1 or len(set(sides)) != 1:
+        sys.exit("seeds: the runs differ in their budgets or sizes; pool runs of one experiment")
+    return runs
+
+
+def per_cell(runs, reference, rival, on_time=False):
+    """Per cell, each run's :class:`~polydom.demo.cells.Cell` of ``rival`` against ``reference``."""
+    from polydom.demo import cells
+
+    found = []
+    for grids, sizes, pictures, _ in runs:
+        if on_time:
+            grids = {n: g.on_time() for n, g in grids.items()}
+        found.append(cells.versus(grids, reference, [rival], sizes, pictures))
+    return list(zip(*found))  # one tuple of runs per cell
+
+
+def best_rival_cells(runs, reference, rivals, on_time=False):
+    """Per cell: (size, budget, rival with the best pooled accuracy, its pooled gap, per-run gaps)."""
+    by_rival = {n: per_cell(runs, reference, n, on_time) for n in rivals}
+    out = []
+    for k in range(len(by_rival[rivals[0]])):
+        best = max(rivals, key=lambda n: pooled([c.best for c in by_rival[n][k]]).value)
+        cell_runs = by_rival[best][k]
+        out.append((cell_runs[0].size, cell_runs[0].budget, best, pooled([c.gap for c in cell_runs]),
+                    [c.gap for c in cell_runs]))
+    return out
+
+
+def mean_over_cells(runs, reference, other, on_time=False):
+    """Pooled paired difference ``reference - other`` of the mean over cells, and the per-run ones."""
+    from polydom.demo import stats
+
+    per_run = []
+    for grids, sizes, pictures, _ in runs:
+        a, b = grids[reference], grids[other]
+        if on_time:
+            a, b = a.on_time(), b.on_time()
+        # Every size has one item per picture, so over all items every cell weighs the same (as the
+        # report's mean over cells); the standard error is over pictures, which every size shares.
+        per_run.append(stats.overall_difference(a.correct, b.correct, pictures))
+    return pooled(per_run), per_run
+
+
+def side(size):
+    return f"{int(round(math.sqrt(size)))}x{int(round(math.sqrt(size)))}"
+
+
+def ms(seconds):
+    from polydom.demo.markdown import ms as fmt
+
+    return fmt(seconds)
+
+
+def cells_summary(found, what, reference):
+    within = [c for c in found if c[3].value <= c[3].se + 1e-12]
+    behind = [c for c in found if c[3].value > 2 * c[3].se + 1e-12]
+    ahead = [c for c in found if -c[3].value > 2 * c[3].se + 1e-12]
+    lines = [f"Pooled: {reference} is within one standard error of {what} in **{len(within)} of {len(found)}** "
+             f"cells, more than two behind in {len(behind)}, more than two ahead in {len(ahead)}."]
+    missed = [c for c in found if c not in within]
+    if missed:
+        lines.append("")
+        lines.append("| cell | rival | pooled gap (rival − reference) | gap per run |")
+        lines.append("|---|---|---|---|")
+        for size, budget, rival, gap, gaps in missed:
+            lines.append(f"| {side(size)} at {ms(budget)} ms | {rival} | {gap.text(signed=True)} | "
+                         + ", ".join(g.text(signed=True) for g in gaps) + " |")
+    return lines
+
+
+def run_counts(runs, reference, rivals, on_time=False):
+    """Per run, the cells within one SE of the best rival (that run's own best)."""
+    from polydom.demo import cells
+
+    out = []
+    for grids, sizes, pictures, _ in runs:
+        if on_time:
+            grids = {n: g.on_time() for n, g in grids.items()}
+        found = cells.versus(grids, reference, list(rivals), sizes, pictures)
+        out.append(sum(c.within(1.0) for c in found))
+    return out
+
+
+def violations(runs, name):
+    """Per cell: pooled share of late answers and the worst run's share."""
+    from polydom.demo import cells
+
+    per_run = [cells.violations(grids[name], sizes) for grids, sizes, _, _ in runs]
+    keys = list(per_run[0])
+    return {k: (float(np.mean([v[k] for v in per_run])), float(max(v[k] for v in per_run))) for k in keys}
+
+
+def cascade_rows(runs, pair):
+    from polydom.demo import cells
+
+    per_run = []
+    for grids, _, pictures, _ in runs:
+        per_run.append(cells.cost_saving(grids, f"{pair}/cascade", f"{pair}/select", pictures))
+    rows = []
+    for k in range(len(per_run[0])):
+        items = [r[k] for r in per_run]
+        savings = [s["saving"] for s in items if np.isfinite(s["saving"])]
+        multi = [s["multi_saving"] for s in items if np.isfinite(s["multi_saving"])]
+        rows.append({"budget": items[0]["budget"], "multi": float(np.mean([s["multi"] for s in items])),
+                     "saving": (float(np.mean(savings)), min(savings), max(savings)) if savings else None,
+                     "multi_saving": (float(np.mean(multi)), min(multi), max(multi)) if multi else None,
+                     "gap": pooled([s["gap"] for s in items]), "gaps": [s["gap"] for s in items]})
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", help="finished `polydom demo --out DIR --seed N` directories")
+    parser.add_argument("--name", default="digits", help="names the report: results/seeds-NAME.md")
+    parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
+    args = parser.parse_args(argv)
+    if len(args.runs) < 2:
+        sys.exit("seeds: give at least two runs")
+
+    from polydom.demo.settings import CASCADE_PAIR, PLAIN, PRIMARY, RIVALS
+
+    started = time.perf_counter()
+    runs = load_runs(args.runs)
+    n_pictures = [len(np.unique(r[2])) for r in runs]
+    out = [f"# Demo runs with independent seeds, pooled: {args.name}", "",
+           f"`python -P benchmarks/seeds.py {' '.join(os.path.basename(p.rstrip('/')) for p in args.runs)} "
+           f"--name {args.name}` on {len(runs)} demo runs (`polydom demo --seed N`), each with its own "
+           f"held-out pictures ({', '.join(map(str, n_pictures))}), training pictures, renderings, folds and timings. "
+           "Per cell, the pooled gap is the mean of the runs' paired gaps, ± sqrt(Σ se²) / runs.", ""]
+
+    out += ["## Against the other backends (issue 10)", ""]
+    found = best_rival_cells(runs, PRIMARY, list(RIVALS))
+    counts = run_counts(runs, PRIMARY, RIVALS)
+    out += [f"Each run alone: within one SE of its best rival in {', '.join(map(str, counts))} of {len(found)} cells.", ""]
+    out += cells_summary(found, "the best of " + ", ".join(RIVALS), PRIMARY)
+    out += ["", "| rival | PolyDom α=1 minus it, mean over cells, pooled | per run |", "|---|---|---|"]
+    for rival in RIVALS:
+        total, per_run = mean_over_cells(runs, PRIMARY, rival)
+        out.append(f"| {rival} | {total.text(signed=True)} | " + ", ".join(e.text(signed=True) for e in per_run) + " |")
+    out.append("")
+
+    out += ["## Anytime serving, on time (issue 11)", ""]
+    for other in (PLAIN, "GreedyCost"):
+        found = best_rival_cells(runs, PRIMARY, [other], on_time=True)
+        counts = run_counts(runs, PRIMARY, [other], on_time=True)
+        out += [f"**Against {other}.** Each run alone: within one SE in {', '.join(map(str, counts))} of "
+                f"{len(found)} cells.", ""]
+        out += cells_summary(found, other, PRIMARY)
+        total, per_run = mean_over_cells(runs, PRIMARY, other, on_time=True)
+        out += ["", f"Mean over cells, on time, PolyDom α=1 minus {other}: pooled {total.text(signed=True)}; per run "
+                + ", ".join(e.text(signed=True) for e in per_run) + ".", ""]
+        if other == PLAIN:
+            late = violations(runs, PLAIN)
+            missed = [c for c in found if c[3].value > c[3].se + 1e-12]
+            if missed:
+                out += [f"{PLAIN}'s late answers in those cells (pooled share; worst run): " + "; ".join(
+                    f"{side(c[0])} at {ms(c[1])} ms {100 * late[(c[0], c[1])][0]:.1f}% "
+                    f"({100 * late[(c[0], c[1])][1]:.1f}%)" for c in missed) + ".", ""]
+    out += ["| backend | late answers, pooled over runs: mean over cells | worst cell in any run | cells above 2% in any run |",
+            "|---|---|---|---|"]
+    for name in (PRIMARY, "GreedyCost", PLAIN):
+        late = violations(runs, name)
+        worst = max(late.items(), key=lambda kv: kv[1][1])
+        over = sum(v[1] > 0.02 for v in late.values())
+        out.append(f"| {name} | {100 * np.mean([v[0] for v in late.values()]):.2f}% | {100 * worst[1][1]:.1f}% "
+                   f"({side(worst[0][0])} at {ms(worst[0][1])} ms) | {over} of {len(late)} |")
+    out.append("")
+
+    out += ["## Confidence cascade (issue 14)", "",
+            "The cascade's own index walked plainly and with the cascade from one snapshot of its learned guards "
+            "(the demo's second cascade table), per budget over all sizes. Saving: 1 − cascade's mean measured "
+            "extraction time / the plain walk's, mean over runs (lowest–highest run); gap: cascade minus plain walk, "
+            "paired, pooled.", "",
+            "| budget (ms) | multi-feature answers | saving | saving on multi-feature answers | gap, pooled | gap per run |",
+            "|---|---|---|---|---|---|"]
+
+    def pct(t):
+        return "–" if t is None else f"{100 * t[0]:.0f}% ({100 * t[1]:.0f}–{100 * t[2]:.0f}%)"
+
+    for row in cascade_rows(runs, CASCADE_PAIR):
+        out.append(f"| {ms(row['budget'])} | {100 * row['multi']:.0f}% | {pct(row['saving'])} | "
+                   f"{pct(row['multi_saving'])} | {row['gap'].text(signed=True)} | "
+                   + ", ".join(g.text(signed=True) for g in row["gaps"]) + " |")
+    out += ["", f"Pooled in {time.perf_counter() - started:.0f} s."]
+
+    text = "\n".join(out) + "\n"
+    print(text)
+    os.makedirs(args.results, exist_ok=True)
+    path = os.path.join(args.results, f"seeds-{args.name}.md")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    print(f"written {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
