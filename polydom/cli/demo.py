@@ -42,6 +42,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"image sides (default {','.join(map(str, DEFAULT_SIDES))}; "
                              f"{','.join(map(str, QUICK_SIDES))} with --quick)")
     parser.add_argument("--cv", type=int, default=3, help="cross-validation folds (default 3)")
+    parser.add_argument("--cv-repeats", type=int, default=1, metavar="N",
+                        help="draws of the folds every feature set is scored on (default 1; each adds --cv folds)")
     parser.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (default -1: all cores)")
     parser.add_argument("--cache", default=None, help="cache directory (default OUT/cache)")
     parser.add_argument("--no-cache", action="store_true",
@@ -81,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         timing = tuple(sorted(set(timing) | set(sides)))
     if args.cv < 2:
         raise UsageError(f"--cv must be >= 2, got {args.cv}")
+    if args.cv_repeats < 1:
+        raise UsageError(f"--cv-repeats must be >= 1, got {args.cv_repeats}")
     if args.seed < 0:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
     if args.dataset == "fashion-mnist":
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
         try:
             result = run_demo(args.out, features=features, train_per_class=train, held_out_per_class=held_out,
-                              sides=sides, cv=args.cv, dataset=args.dataset, n_jobs=args.n_jobs, cache_dir=cache,
+                              sides=sides, cv=args.cv, cv_repeats=args.cv_repeats, dataset=args.dataset, n_jobs=args.n_jobs, cache_dir=cache,
                               timing_sides=timing, timing_images=2 if args.quick else 4,
                               timing_repeats=2 if args.quick else 5, real_items=6 if args.quick else 40,
                               compare=args.compare, random_state=args.seed)

@@ -147,6 +147,7 @@ def run_demo(
     held_out_per_class: int = 50,
     sides: Sequence[int] = DEFAULT_SIDES,
     cv: int = 3,
+    cv_repeats: int = 1,
     dataset: str = "digits",
     n_jobs: int | None = -1,
     cache_dir=None,
@@ -175,6 +176,8 @@ def run_demo(
         Image sides.
     cv : int
         Folds per feature set.
+    cv_repeats : int
+        Draws of those folds (the classifier's ``cv_repeats``).
     dataset : {"digits", "fashion-mnist"}
         scikit-learn's digits, or Fashion-MNIST when Debian's ``dataset-fashion-mnist`` is installed.
     n_jobs : int
@@ -205,13 +208,14 @@ def run_demo(
     # thread made a 15 ms logistic regression take over a second; one thread each avoids it.
     with threadpool_limits(1):
         return _run(out, features=tuple(features), train_per_class=train_per_class,
-                    held_out_per_class=held_out_per_class, sides=tuple(int(s) for s in sides), cv=cv, dataset=dataset,
+                    held_out_per_class=held_out_per_class, sides=tuple(int(s) for s in sides), cv=cv,
+                    cv_repeats=cv_repeats, dataset=dataset,
                     n_jobs=n_jobs, cache_dir=cache_dir, timing_sides=tuple(int(s) for s in timing_sides),
                     timing_images=timing_images, timing_repeats=timing_repeats, budgets=tuple(budgets),
                     real_items=real_items, random_state=random_state, compare=compare, progress=progress)
 
 
-def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, dataset, n_jobs, cache_dir, timing_sides,
+def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_repeats, dataset, n_jobs, cache_dir, timing_sides,
          timing_images, timing_repeats, budgets, real_items, random_state, compare, progress) -> dict:
     import polydom
     from polydom.extraction import extract_features
@@ -244,7 +248,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
          f"{len(train)} for training, {len(test)} held out; {len(features)} features")
 
     clf = polydom.CostSensitiveClassifier(
-        features=list(features), cv=cv, timing_sides=timing_sides,
+        features=list(features), cv=cv, cv_repeats=cv_repeats, timing_sides=timing_sides,
         timing_repeats=timing_repeats, timing_images=timing_images, cache_dir=cache_dir, warm_start=True,
         n_jobs=n_jobs, random_state=random_state, progress=progress,
     )
@@ -318,7 +322,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, datas
 
     results = {
         "out": out, "dataset": dataset, "features": features, "sides": sides, "train_per_class": train_per_class,
-        "held_out_per_class": held_out_per_class, "cv": cv, "n_jobs": n_jobs, "n_train": len(train),
+        "held_out_per_class": held_out_per_class, "cv": cv, "cv_repeats": cv_repeats, "n_jobs": n_jobs, "n_train": len(train),
         "n_test": len(test), "n_test_pictures": len(test) // len(sides), "budgets": list(budgets),
         "test_sizes": test_sizes, "test_pictures": test // len(sides), "y_test": y_test,
         "chance": float(np.mean(y_test == majority)), "unique_sizes": sorted(set(test_sizes.tolist())),

@@ -130,7 +130,9 @@ def write_report(path, r: dict) -> str:
                    f"({r['held_out_per_class']} pictures per class, {r['n_test_pictures']} pictures)"],
         ["features", f"{n_feat}: {', '.join(r['features'])}"],
         ["learners", f"{learners}, raced per feature set (the classifier's default)"],
-        ["scoring", f"{r['cv']}-fold stratified, grouped CV accuracy with its standard error; servable sets rescored "
+        ["scoring", f"{r['cv']}-fold stratified, grouped CV accuracy"
+                    + (f" over {r['cv_repeats']} draws of the folds" if r.get("cv_repeats", 1) > 1 else "")
+                    + " with its standard error; servable sets rescored "
                     "on further folds; final model refitted on all training images; {} = majority class"],
         ["cost fits", f"degree {primary.cost_degree}, non-negative and non-decreasing, following the "
                       f"{primary.cost_quantile} quantile of {primary.timing_repeats} timed passes x "

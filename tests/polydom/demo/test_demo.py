@@ -239,6 +239,8 @@ def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, 
     assert re.search(r"Pooled: PolyDom α=1 is within one standard error of the best of .* in \*\*\d+ of \d+\*\*", pooled)
 
 
-def test_a_negative_seed_is_a_usage_error(capsys):
+def test_a_negative_seed_or_no_fold_draw_is_a_usage_error(capsys):
     assert main(["demo", "--quick", "--seed", "-1"]) == 2
     assert "--seed must be >= 0" in capsys.readouterr().err
+    assert main(["demo", "--quick", "--cv-repeats", "0"]) == 2
+    assert "--cv-repeats must be >= 1" in capsys.readouterr().err
