@@ -58,16 +58,22 @@ def load_runs(paths):
     return runs
 
 
-def per_cell(runs, reference, rival, on_time=False):
-    """Per cell, each run's :class:`~polydom.demo.cells.Cell` of ``rival`` against ``reference``."""
+def run_cells(runs, reference, rivals, on_time=False):
+    """Per run, :func:`polydom.demo.cells.versus` of ``reference`` against the best of ``rivals``
+    in each cell (late answers counted wrong with ``on_time``)."""
     from polydom.demo import cells
 
     found = []
     for grids, sizes, pictures, _ in runs:
         if on_time:
             grids = {n: g.on_time() for n, g in grids.items()}
-        found.append(cells.versus(grids, reference, [rival], sizes, pictures))
-    return list(zip(*found))  # one tuple of runs per cell
+        found.append(cells.versus(grids, reference, list(rivals), sizes, pictures))
+    return found
+
+
+def per_cell(runs, reference, rival, on_time=False):
+    """Per cell, each run's :class:`~polydom.demo.cells.Cell` of ``rival`` against ``reference``."""
+    return list(zip(*run_cells(runs, reference, [rival], on_time)))  # one tuple of runs per cell
 
 
 def best_rival_cells(runs, reference, rivals, on_time=False):
@@ -126,15 +132,7 @@ def cells_summary(found, what, reference):
 
 def run_counts(runs, reference, rivals, on_time=False):
     """Per run, the cells within one SE of the best rival (that run's own best)."""
-    from polydom.demo import cells
-
-    out = []
-    for grids, sizes, pictures, _ in runs:
-        if on_time:
-            grids = {n: g.on_time() for n, g in grids.items()}
-        found = cells.versus(grids, reference, list(rivals), sizes, pictures)
-        out.append(sum(c.within(1.0) for c in found))
-    return out
+    return [sum(c.within(1.0) for c in found) for found in run_cells(runs, reference, rivals, on_time)]
 
 
 def violations(runs, name):
