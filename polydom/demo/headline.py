@@ -21,7 +21,10 @@ __all__ = ["FORMAT", "FILE", "make", "read", "write", "compare"]
 FORMAT = "polydom-demo-headline-v1"
 FILE = "headline.json"
 #: Settings that must agree for two headlines to be compared.
-_SETTINGS = ("dataset", "features", "sides", "train_per_class", "held_out_per_class", "cv", "budgets", "random_state")
+_SETTINGS = ("dataset", "features", "sides", "train_per_class", "held_out_per_class", "cv", "cv_repeats", "budgets",
+             "random_state")
+#: What a headline written before a setting was recorded had: the setting's value then.
+_SETTING_DEFAULTS = {"cv_repeats": 1}
 
 
 def make(results: dict) -> dict:
@@ -81,7 +84,8 @@ def compare(previous: dict | None, current: dict) -> dict:
     """
     if previous is None:
         return {"status": "none"}
-    differs = [k for k in _SETTINGS if previous.get("settings", {}).get(k) != current["settings"][k]]
+    before = {**_SETTING_DEFAULTS, **previous.get("settings", {})}
+    differs = [k for k in _SETTINGS if before.get(k) != current["settings"][k]]
     if differs:
         return {"status": "different", "differs": differs, "path": previous.get("path")}
     rows, largest = [], None

@@ -244,3 +244,17 @@ def test_a_negative_seed_or_no_fold_draw_is_a_usage_error(capsys):
     assert "--seed must be >= 0" in capsys.readouterr().err
     assert main(["demo", "--quick", "--cv-repeats", "0"]) == 2
     assert "--cv-repeats must be >= 1" in capsys.readouterr().err
+
+
+def test_headlines_of_runs_with_other_fold_draws_are_not_compared():
+    from polydom.demo import headline
+
+    settings = {"dataset": "digits", "features": ["thumbnail"], "sides": [28], "train_per_class": 20,
+                "held_out_per_class": 50, "cv": 3, "budgets": [0.001], "random_state": 0}
+    backends = {"PolyDom α=1": {"mean": 0.9, "se": 0.01, "by_budget": [[0.9, 0.01]]}}
+    older = {"settings": settings, "backends": backends}  # written before cv_repeats was recorded
+    same = {"settings": {**settings, "cv_repeats": 1}, "backends": backends}
+    other = {"settings": {**settings, "cv_repeats": 3}, "backends": backends}
+    assert headline.compare(older, same)["status"] == "compared"
+    found = headline.compare(older, other)
+    assert found["status"] == "different" and found["differs"] == ["cv_repeats"]
