@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
         try:
             result = run_demo(args.out, features=features, train_per_class=train, held_out_per_class=held_out,
-                              sides=sides, cv=args.cv, cv_repeats=args.cv_repeats, dataset=args.dataset, n_jobs=args.n_jobs, cache_dir=cache,
+                              sides=sides, cv=args.cv, cv_repeats=args.cv_repeats, dataset=args.dataset,
+                              n_jobs=args.n_jobs, cache_dir=cache,
                               timing_sides=timing, timing_images=2 if args.quick else 4,
                               timing_repeats=2 if args.quick else 5, real_items=6 if args.quick else 40,
                               compare=args.compare, random_state=args.seed)

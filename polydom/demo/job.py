@@ -215,8 +215,8 @@ def run_demo(
                     real_items=real_items, random_state=random_state, compare=compare, progress=progress)
 
 
-def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_repeats, dataset, n_jobs, cache_dir, timing_sides,
-         timing_images, timing_repeats, budgets, real_items, random_state, compare, progress) -> dict:
+def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_repeats, dataset, n_jobs, cache_dir,
+         timing_sides, timing_images, timing_repeats, budgets, real_items, random_state, compare, progress) -> dict:
     import polydom
     from polydom.extraction import extract_features
     from polydom.featurizers import resolve_features
@@ -322,7 +322,8 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
 
     results = {
         "out": out, "dataset": dataset, "features": features, "sides": sides, "train_per_class": train_per_class,
-        "held_out_per_class": held_out_per_class, "cv": cv, "cv_repeats": cv_repeats, "n_jobs": n_jobs, "n_train": len(train),
+        "held_out_per_class": held_out_per_class, "cv": cv, "cv_repeats": cv_repeats, "n_jobs": n_jobs,
+        "n_train": len(train),
         "n_test": len(test), "n_test_pictures": len(test) // len(sides), "budgets": list(budgets),
         "test_sizes": test_sizes, "test_pictures": test // len(sides), "y_test": y_test,
         "chance": float(np.mean(y_test == majority)), "unique_sizes": sorted(set(test_sizes.tolist())),
