@@ -77,14 +77,18 @@ def per_cell(runs, reference, rival, on_time=False):
 
 
 def best_rival_cells(runs, reference, rivals, on_time=False):
-    """Per cell: (size, budget, rival with the best pooled accuracy, its pooled gap, per-run gaps)."""
+    """Per cell: the pooled :class:`~polydom.demo.cells.Cell` of the rival with the best pooled
+    accuracy there, and that rival's per-run gaps."""
+    from polydom.demo.cells import Cell
+
     by_rival = {n: per_cell(runs, reference, n, on_time) for n in rivals}
     out = []
     for k in range(len(by_rival[rivals[0]])):
         best = max(rivals, key=lambda n: pooled([c.best for c in by_rival[n][k]]).value)
         cell_runs = by_rival[best][k]
-        out.append((cell_runs[0].size, cell_runs[0].budget, best, pooled([c.gap for c in cell_runs]),
-                    [c.gap for c in cell_runs]))
+        cell = Cell(cell_runs[0].size, cell_runs[0].budget, best, pooled([c.reference for c in cell_runs]),
+                    pooled([c.best for c in cell_runs]), pooled([c.gap for c in cell_runs]))
+        out.append((cell, [c.gap for c in cell_runs]))
     return out
 
 
@@ -103,29 +107,23 @@ def mean_over_cells(runs, reference, other, on_time=False):
     return pooled(per_run), per_run
 
 
-def side(size):
-    return f"{int(round(math.sqrt(size)))}x{int(round(math.sqrt(size)))}"
-
-
-def ms(seconds):
-    from polydom.demo.markdown import ms as fmt
-
-    return fmt(seconds)
-
-
 def cells_summary(found, what, reference):
-    within = [c for c in found if c[3].value <= c[3].se + 1e-12]
-    behind = [c for c in found if c[3].value > 2 * c[3].se + 1e-12]
-    ahead = [c for c in found if -c[3].value > 2 * c[3].se + 1e-12]
-    lines = [f"Pooled: {reference} is within one standard error of {what} in **{len(within)} of {len(found)}** "
-             f"cells, more than two behind in {len(behind)}, more than two ahead in {len(ahead)}."]
-    missed = [c for c in found if c not in within]
+    from polydom.demo.conclusions import side
+    from polydom.demo.markdown import ms
+
+    cells_only = [c for c, _ in found]
+    within = sum(c.within(1.0) for c in cells_only)
+    behind = sum(c.behind(2.0) for c in cells_only)
+    ahead = sum(c.ahead(2.0) for c in cells_only)
+    lines = [f"Pooled: {reference} is within one standard error of {what} in **{within} of {len(found)}** "
+             f"cells, more than two behind in {behind}, more than two ahead in {ahead}."]
+    missed = [(c, gaps) for c, gaps in found if not c.within(1.0)]
     if missed:
         lines.append("")
         lines.append("| cell | rival | pooled gap (rival − reference) | gap per run |")
         lines.append("|---|---|---|---|")
-        for size, budget, rival, gap, gaps in missed:
-            lines.append(f"| {side(size)} at {ms(budget)} ms | {rival} | {gap.text(signed=True)} | "
+        for c, gaps in missed:
+            lines.append(f"| {side(c.size)} at {ms(c.budget)} ms | {c.rival} | {c.gap.text(signed=True)} | "
                          + ", ".join(g.text(signed=True) for g in gaps) + " |")
     return lines
 
@@ -171,6 +169,8 @@ def main(argv=None) -> int:
     if len(args.runs) < 2:
         sys.exit("seeds: give at least two runs")
 
+    from polydom.demo.conclusions import side
+    from polydom.demo.markdown import ms
     from polydom.demo.settings import CASCADE_PAIR, PLAIN, PRIMARY, RIVALS
 
     started = time.perf_counter()
@@ -205,11 +205,11 @@ def main(argv=None) -> int:
                 + ", ".join(e.text(signed=True) for e in per_run) + ".", ""]
         if other == PLAIN:
             late = violations(runs, PLAIN)
-            missed = [c for c in found if c[3].value > c[3].se + 1e-12]
+            missed = [c for c, _ in found if not c.within(1.0)]
             if missed:
                 out += [f"{PLAIN}'s late answers in those cells (pooled share; worst run): " + "; ".join(
-                    f"{side(c[0])} at {ms(c[1])} ms {100 * late[(c[0], c[1])][0]:.1f}% "
-                    f"({100 * late[(c[0], c[1])][1]:.1f}%)" for c in missed) + ".", ""]
+                    f"{side(c.size)} at {ms(c.budget)} ms {100 * late[(c.size, c.budget)][0]:.1f}% "
+                    f"({100 * late[(c.size, c.budget)][1]:.1f}%)" for c in missed) + ".", ""]
     out += ["| backend | late answers, pooled over runs: mean over cells | worst cell in any run | cells above 2% in any run |",
             "|---|---|---|---|"]
     for name in (PRIMARY, "GreedyCost", PLAIN):

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .settings import (
-    BACKENDS, BASE_PARAMS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS,
-    SERVING, TIES, TIMING_SIDES,
+    BACKENDS, BASE_PARAMS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, SPECULATIVE, PLAIN,
+    PRIMARY, REAL_PASS_BUDGETS, SERVING, TIES, TIMING_SIDES,
 )
 
 __all__ = ["run_demo", "with_tolerance", "with_speculation", "split_pictures", "load_split", "load_run_split",
@@ -242,6 +242,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
     test_images = [images[i] for i in test]
     y_train, y_test = labels[train], labels[test]
     test_sizes = np.array([im.shape[0] * im.shape[1] for im in test_images])
+    test_pictures = test // len(sides)  # the picture each held-out image was rendered from
     majority = np.bincount(y_train).argmax()
     stages["load and render images"] = time.perf_counter() - t
     _log(f"{len(images)} images ({len(images) // len(sides)} {dataset} pictures x sides {sides}): "
@@ -304,7 +305,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
     kept = dict(grids)
     if cascade_pair is not None:
         kept.update({f"{CASCADE_PAIR}/{mode}": grid for mode, grid in cascade_pair.items()})
-    save_answers(os.path.join(out, ANSWERS_FILE), kept, test_sizes, test // len(sides), y_test)
+    save_answers(os.path.join(out, ANSWERS_FILE), kept, test_sizes, test_pictures, y_test)
     stages["serve the held-out grid"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -325,7 +326,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
         "held_out_per_class": held_out_per_class, "cv": cv, "cv_repeats": cv_repeats, "n_jobs": n_jobs,
         "n_train": len(train),
         "n_test": len(test), "n_test_pictures": len(test) // len(sides), "budgets": list(budgets),
-        "test_sizes": test_sizes, "test_pictures": test // len(sides), "y_test": y_test,
+        "test_sizes": test_sizes, "test_pictures": test_pictures, "y_test": y_test,
         "chance": float(np.mean(y_test == majority)), "unique_sizes": sorted(set(test_sizes.tolist())),
         "fitted": fitted, "fit_seconds": fit_seconds, "grids": grids, "cascade_pair": cascade_pair,
         "round_trip": round_trip,
