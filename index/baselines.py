@@ -27,7 +27,7 @@ class PolyDomIndexAll(PolyDomIndex):
             index.space, index.costs, index.explored, domain=index.domain,
             candidate_alpha=index.params.get("candidate_alpha", 1.0), index_all=True,
             models=index.models, stats={k: v for k, v in index.stats.items() if k in ("trained", "expanded", "pruned")},
-            params=index.params, std_error=index.std_error, cls=cls,
+            params=index.params, std_error=index.std_error, measured=index.measured, cls=cls,
         )
 
 

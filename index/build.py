@@ -8,13 +8,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore
+from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore, monotone_scores
 
 from .anytime import chain_order, chain_prefixes
 from .costcurve import CostCurve
 from .skyline import PolyDomIndex
 
-__all__ = ["build_polydom", "explore_with_tolerance", "index_from_expanded", "train_prefix_chains"]
+__all__ = ["SCORE_MODES", "build_polydom", "explore_with_tolerance", "index_from_expanded", "train_prefix_chains"]
+
+#: How the index ranks trained sets: by the black box's scores as measured, or by their monotone
+#: fit (:func:`polydom.lattice.monotone_scores`).
+SCORE_MODES = ("measured", "monotone")
 
 
 def index_from_expanded(
@@ -55,6 +59,16 @@ def explore_with_tolerance(space: FeatureSpace, lattice_cache: ExpansionCache, a
         if observed <= tolerance:
             return exploration, tolerance, observed, rounds
         tolerance = observed
+
+
+def score_changes(measured: Mapping[int, float], ranked: Mapping[int, float]) -> dict:
+    """What a monotone fit did to the scores, for ``stats``: the largest change up and down,
+    and how many sets moved by more than rounding."""
+    moves = [ranked[m] - measured[m] for m in measured]
+    return dict(
+        score_largest_rise=max(moves, default=0.0), score_largest_fall=-min(moves, default=0.0),
+        scores_moved=sum(abs(d) > 1e-4 for d in moves),
+    )
 
 
 def _reference_size(domain: tuple[float, float], bounds) -> float:
@@ -125,6 +139,7 @@ def build_polydom(
     reference_size: float | None = None,
     measured_range: tuple[float, float] | None = None,
     extrapolate: str = "warn",
+    scores: str = "measured",
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
 ) -> PolyDomIndex:
@@ -140,13 +155,15 @@ def build_polydom(
         at once), ``recorder.calls`` / ``recorder.reused`` counters and ``recorder.models``.
     domain : (lo, hi)
     alpha, e, sandwich, candidate_alpha, validate, tolerance, prefix_chains, reference_size,
-    measured_range, extrapolate
+    measured_range, extrapolate, scores
         As for ``polydom.build``.
     lattice_cache : ExpansionCache, optional
         Share one across calls (progressive builds lower alpha over the same trained sets).
     started : float, optional
         ``time.perf_counter()`` when the caller started, for ``stats["build_seconds"]``.
     """
+    if scores not in SCORE_MODES:
+        raise ValueError(f"scores must be one of {SCORE_MODES}, got {scores!r}")
     started = time.perf_counter() if started is None else started
     lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
     trained_before = recorder.calls
@@ -155,6 +172,7 @@ def build_polydom(
     params = dict(
         alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha, tolerance=tolerance,
         measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
+        scores=scores,
     )
     stats = dict(
         trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
@@ -164,11 +182,18 @@ def build_polydom(
     trained = dict(exploration.accuracy)
 
     def index_of(trained, chains=None):
+        std_error = {m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in trained}
+        ranked = trained
+        if scores == "monotone":
+            # Refitted whenever the trained sets or their scores change (rescored finalists,
+            # prefixes), so the index always ranks by the fit of everything measured so far.
+            ranked = monotone_scores(trained, std_error)
+            stats.update(score_changes(trained, ranked))
         return PolyDomIndex.from_trained(
-            space, curves, trained, domain=domain, candidate_alpha=candidate_alpha,
+            space, curves, ranked, domain=domain, candidate_alpha=candidate_alpha,
             validate=validate, models={m: recorder.models[m] for m in trained if m in recorder.models},
-            stats=stats, params=params, chains=chains,
-            std_error={m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in trained},
+            stats=stats, params=params, chains=chains, std_error=std_error,
+            measured=trained if scores == "monotone" else None,
         )
 
     index = index_of(trained)

@@ -67,8 +67,12 @@ class PolyDomIndex(CostSensitiveIndex):
     models : mapping of mask to model, optional
         Anything with ``.get(mask)``; stored indexes pass a lazy loader.
     explored : mapping of mask to accuracy, optional
-        Every expanded set (for inspection and the monotonicity audit).
+        Every expanded set with the score the index ranks it by (for inspection and the
+        monotonicity audit).
     stats, params : mapping, optional
+    measured : mapping of mask to accuracy, optional
+        The black box's own scores, when the index ranks sets by something derived from them
+        (``scores="monotone"``); empty when ``explored`` holds them.
     """
 
     backend = "polydom"
@@ -89,6 +93,7 @@ class PolyDomIndex(CostSensitiveIndex):
         std_error: Mapping[int, float] | None = None,
         chains: Mapping[int, Sequence[int]] | None = None,
         cascades: Cascades | None = None,
+        measured: Mapping[int, float] | None = None,
     ):
         self.space = space
         self.costs = tuple(costs)
@@ -100,6 +105,7 @@ class PolyDomIndex(CostSensitiveIndex):
         self.models = models if models is not None else {}
         self.explored = dict(explored) if explored is not None else {}
         self.std_error = {int(m): float(v) for m, v in (std_error or {}).items()}
+        self.measured = {int(m): float(v) for m, v in (measured or {}).items()}
         self.chains = {int(m): tuple(int(i) for i in order) for m, order in (chains or {}).items()}
         self.cascades = cascades if cascades is not None else Cascades({}, [])
         self.ranked_prefixes = ranked_prefixes(self.chains, self.explored)
@@ -126,6 +132,7 @@ class PolyDomIndex(CostSensitiveIndex):
         std_error: Mapping[int, float] | None = None,
         chains: Mapping[int, Sequence[int]] | None = None,
         cascades: Cascades | None = None,
+        measured: Mapping[int, float] | None = None,
     ) -> "PolyDomIndex":
         """Index the trained sets ``trained`` (mask -> accuracy): candidate set, sweep, skylines.
 
@@ -163,7 +170,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return cls(
             space, costs, domain, cands, cand_acc, swept.bounds, swept.skylines,
             models=models, explored=trained, stats=all_stats, params=params, std_error=std_error, chains=chains,
-            cascades=cascades,
+            cascades=cascades, measured=measured,
         )
 
     @property
@@ -245,7 +252,7 @@ class PolyDomIndex(CostSensitiveIndex):
             self.space, self._curves_for(costs), self.explored, domain=self.domain,
             candidate_alpha=self.params.get("candidate_alpha", 1.0), models=self.models,
             stats={k: v for k, v in self.stats.items() if k in keep}, params=self.params, std_error=self.std_error,
-            chains=self.chains, cascades=self.cascades,
+            chains=self.chains, cascades=self.cascades, measured=self.measured,
         )
 
     def _summary_details(self) -> dict:

@@ -17,7 +17,8 @@ __all__ = ["encode", "decode", "check_arrays"]
 
 def encode(index):
     """An ``IndexState`` of ``index``: the shared header, then the skylines, the trained sets with
-    their standard errors (NaN where none was reported), the prefix chains and the cascades."""
+    their standard errors and measured scores (NaN where there are none), the prefix chains and
+    the cascades."""
     offsets = np.zeros(len(index.skylines) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(s) for s in index.skylines])
     meta = index.state_header()
@@ -33,6 +34,7 @@ def encode(index):
         "explored_masks": np.array(list(index.explored), dtype=np.int64),
         "explored_accuracy": np.array(list(index.explored.values()), dtype=np.float64),
         "explored_std_error": np.array([index.std_error.get(m, math.nan) for m in index.explored], dtype=np.float64),
+        "explored_measured": np.array([index.measured.get(m, math.nan) for m in index.explored], dtype=np.float64),
         "chain_masks": np.array(list(chains), dtype=np.int64),
         "chain_offsets": np.cumsum([0] + [len(o) for o in chains.values()], dtype=np.int64),
         "chain_features": np.array([i for o in chains.values() for i in o], dtype=np.int64),
@@ -43,7 +45,7 @@ def encode(index):
 
 def decode(cls, state):
     """Inverse of :func:`encode`; arrays added after the first format (standard errors, chains,
-    cascades) may be absent, and then the index has none.
+    cascades, measured scores) may be absent, and then the index has none.
 
     Every array is checked (:func:`check_arrays`) before any is used, so a damaged or crafted
     state raises ``ValueError`` instead of looping, exhausting memory or answering wrongly.
@@ -55,6 +57,7 @@ def decode(cls, state):
     ids = arrays["skyline_ids"].tolist()
     masks = arrays["explored_masks"].tolist()
     se = arrays.get("explored_std_error")
+    measured = arrays.get("explored_measured")
     return cls(
         FeatureSpace(meta["features"]), [CostCurve(c) for c in meta["costs"]], (float(lo), float(hi)),
         arrays["candidates"].tolist(), arrays["candidate_accuracy"].tolist(), arrays["bounds"].tolist(),
@@ -63,6 +66,7 @@ def decode(cls, state):
         stats=meta.get("stats"), params=meta.get("params"),
         std_error={} if se is None else {m: v for m, v in zip(masks, se.tolist()) if v == v},
         chains=_chains(arrays), cascades=Cascades.from_state(meta.get("cascade_classes"), arrays),
+        measured={} if measured is None else {m: v for m, v in zip(masks, measured.tolist()) if v == v},
     )
 
 
@@ -113,7 +117,7 @@ def check_arrays(meta, arrays) -> None:
 
     Masks lie in ``[0, 2**features)`` and are distinct; accuracies are finite and in ``[0, 1]``;
     standard errors NaN (none) or finite and ``>= 0``; bounds finite, strictly ascending, from the
-    domain's lower end; offsets partition their entries (each skyline non-empty); skyline ids
+    domain's lower end; measured scores NaN or in ``[0, 1]``; offsets partition their entries (each skyline non-empty); skyline ids
     and chain features index what they refer to; cascade thresholds fit their stages and lie in
     ``[0, 1]``, committees' values fill their shapes and are finite; every cost curve is ``>= 0``
     on the domain. ``O(entries)``.
@@ -139,6 +143,10 @@ def check_arrays(meta, arrays) -> None:
         se = _array(arrays, "explored_std_error", "f", len(explored))
         if not (np.isnan(se) | (np.isfinite(se) & (se >= 0.0))).all():
             raise ValueError("array 'explored_std_error' holds a negative or infinite standard error")
+    if "explored_measured" in arrays:
+        measured = _array(arrays, "explored_measured", "f", len(explored))
+        if not (np.isnan(measured) | ((measured >= 0.0) & (measured <= 1.0))).all():
+            raise ValueError("array 'explored_measured' holds a score outside [0, 1]")
     if "chain_masks" in arrays:
         chains = _masks(arrays, "chain_masks", full)
         order = _array(arrays, "chain_features", "iu")

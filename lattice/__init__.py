@@ -1,5 +1,6 @@
 """polydom's lattice of feature subsets: bitmask feature sets, the bidirectional explorer with
-sandwich and covering pruning, NaiveExpandAll, the monotonicity audit and a networkx export.
+sandwich and covering pruning, NaiveExpandAll, the monotonicity audit, the monotone fit of
+scores and a networkx export.
 
 An internal package of the ``polydom`` distribution; users import from :mod:`polydom`.
 It knows accuracies only, never costs.
@@ -9,10 +10,11 @@ from .audit import MonotonicityAudit, audit_monotonicity
 from .explorer import SANDWICH_MODES, ExpansionCache, Exploration, explore, naive_expand_all
 from .featureset import FeatureSpace, bits_of, canonical_key, popcount
 from .graph import lattice_graph
+from .monotone import check_monotone, monotone_scores
 
 
 __all__ = [
     "FeatureSpace", "bits_of", "canonical_key", "popcount",
     "ExpansionCache", "Exploration", "explore", "naive_expand_all", "SANDWICH_MODES",
-    "MonotonicityAudit", "audit_monotonicity", "lattice_graph",
+    "MonotonicityAudit", "audit_monotonicity", "lattice_graph", "check_monotone", "monotone_scores",
 ]

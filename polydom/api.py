@@ -147,6 +147,14 @@ def build(
         Raise :class:`~polydom.ExpansionLimitError` instead of training more sets than this.
     progress : callable, optional
         ``progress(trained)`` after each trained set.
+    **backend_options
+        Options of one backend. PolyDom's: ``prefix_chains`` (bool, default True: train the
+        prefixes anytime serving falls back to), ``reference_size`` (where chains compare feature
+        costs) and ``scores``: ``"measured"`` (default) ranks sets by the black box's scores as
+        they are; ``"monotone"`` by their weighted isotonic fit on the subset order
+        (:func:`polydom.lattice.monotone_scores`, weights ``1 / std_error**2``), which takes the
+        luck out of noisy scores -- a superset then never ranks below its subset. The measured
+        scores stay in ``index.measured``. Greedy's: ``n0`` and ``lambdas``.
 
     Returns
     -------

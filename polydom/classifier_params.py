@@ -29,6 +29,7 @@ CONSTRAINTS = {
     "learners": [NoneValue(), SequenceOf("scikit-learn classifiers or (name, classifier) pairs")],
     "e": [Real(low=0.0), Options(("auto",))],
     "tolerance": [NoneValue(), Real(low=0.0)],
+    "scores": [Options(("monotone", "measured"))],
     "cv": [Integer(low=2), Satisfies(lambda v: not isinstance(v, numbers.Integral), "a cross-validation splitter")],
     "cv_repeats": [Integer(low=1)],
     "finalist_repeats": [Integer(low=0)],

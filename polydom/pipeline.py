@@ -84,6 +84,7 @@ class FitSettings:
     alpha: float
     e: Any
     tolerance: Any
+    scores: str
     cv: Any
     cv_repeats: int
     finalist_repeats: int
@@ -361,6 +362,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         "n0": n0,  # backends that compare costs at one size compare them at the median item
         "reference_size": n0,  # and PolyDom orders its prefix chains by the costs there
         "tolerance": s.tolerance,
+        "scores": s.scores,
         "measured_range": (min(sides) ** 2, max(sides) ** 2),
         "extrapolate": s.extrapolate,
     }

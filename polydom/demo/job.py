@@ -43,7 +43,7 @@ def with_tolerance(clf, tolerance: float | None):
     index = type(old).from_trained(
         old.space, old.costs, old.explored, domain=old.domain, candidate_alpha=old.params.get("candidate_alpha", 1.0),
         models=old.models, stats=old.stats, params={**old.params, "tolerance": tolerance},
-        std_error=old.std_error, chains=old.chains, cascades=old.cascades,
+        std_error=old.std_error, chains=old.chains, cascades=old.cascades, measured=old.measured,
     )
     out = copy.copy(clf)
     out.tolerance = tolerance

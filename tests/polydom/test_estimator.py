@@ -106,11 +106,11 @@ def test_deterministic_with_random_state(digits, fitted, fast_params):
     again = polydom.CostSensitiveClassifier(features=NAMES, **fast_params).fit(images, labels, groups=groups)
     # Scores depend on the seed only. Costs are measured times, and they decide which sets get
     # prefix chains and a second opinion, so compare what does not depend on them: the lattice
-    # exploration, and the score of every set both fits trained on the same folds.
+    # exploration, and the measured score of every set both fits trained on the same folds.
     assert again.index_.exploration.accuracy == fitted.index_.exploration.accuracy
-    first_only = {m: a for m, a in fitted.index_.trained.items() if m in again.index_.trained}
+    first_only = {m: a for m, a in fitted.index_.measured.items() if m in again.index_.measured}
     same = [m for m in first_only if again.index_.std_error.get(m) == fitted.index_.std_error.get(m)]
-    assert same and all(again.index_.trained[m] == fitted.index_.trained[m] for m in same)
+    assert same and all(again.index_.measured[m] == fitted.index_.measured[m] for m in same)
 
 
 def test_cost_curves_are_nonnegative_monotone_and_track_the_median(fitted):

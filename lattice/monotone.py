@@ -1,0 +1,150 @@
+"""Monotone scores: the closest accuracies to the measured ones that never drop from a set to a superset.
+
+Cross-validated accuracies are noisy. Picking the best of many noisy scores favours sets whose
+score was lucky (the winner's curse), and on real data the lucky set is often a small one that a
+superset beats on held-out items. Information-never-hurts (the paper's Axiom 2.1) says the true
+accuracy of a set is at most that of any superset, so the maximum-likelihood estimate of the
+true accuracies under Gaussian noise is the weighted least-squares projection of the measured
+scores onto that order -- isotonic regression on the subset lattice. It pools a set whose
+score is too high with its supersets whose scores are too low, which removes the luck that
+selection would otherwise reward.
+
+Where the fit pools sets to one value, nothing in the scores tells them apart; the order then
+says the larger set is at least as accurate, so every feature adds ``tie_step`` (far below any
+measurable difference) and a pooled superset ranks just above its subsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["DEFAULT_TIE_STEP", "check_monotone", "cover_pairs", "monotone_scores"]
+
+#: What each feature adds to the scores of sets the fit pools together (see the module docstring).
+DEFAULT_TIE_STEP = 1e-6
+
+
+def cover_pairs(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The covering pairs of the subset order among ``masks``: ``(lower, upper)`` index arrays.
+
+    ``masks[lower[k]] ⊊ masks[upper[k]]`` with no mask of ``masks`` strictly between them. Every
+    subset relation among ``masks`` follows from these by transitivity, so they are the only
+    constraints a monotone fit needs. ``O(k * s^2)`` for ``k`` masks with at most ``s`` subsets each.
+    """
+    masks = np.asarray(masks, dtype=np.int64)
+    lower, upper = [], []
+    for i, m in enumerate(masks):
+        below = np.flatnonzero(((masks & m) == masks) & (masks != m))
+        if not len(below):
+            continue
+        sub = masks[below]
+        # A subset is covered by m unless it lies strictly inside another subset of m.
+        inside = ((sub[None, :] & sub[:, None]) == sub[:, None]) & (sub[None, :] != sub[:, None])
+        maximal = below[~inside.any(axis=1)]
+        lower.extend(maximal.tolist())
+        upper.extend([i] * len(maximal))
+    return np.asarray(lower, dtype=np.int64), np.asarray(upper, dtype=np.int64)
+
+
+def monotone_scores(
+    accuracy: Mapping[int, float],
+    std_error: Mapping[int, float] | None = None,
+    *,
+    tie_step: float = DEFAULT_TIE_STEP,
+) -> dict[int, float]:
+    """The weighted isotonic fit of ``accuracy`` (mask -> score) on the subset order.
+
+    Parameters
+    ----------
+    accuracy : mapping of int to float
+        Measured scores of trained sets, each in ``[0, 1]``.
+    std_error : mapping of int to float, optional
+        Standard errors of those scores; a set weighs ``1 / se**2`` (a set rescored on more folds
+        moves less). Missing or zero standard errors take the smallest positive one given; with
+        none at all every set weighs the same.
+    tie_step : float, default :data:`DEFAULT_TIE_STEP`
+        Added per feature to sets the fit pools together, so the larger ranks first.
+
+    Returns
+    -------
+    dict of int to float
+        Same keys; for every pair ``s ⊊ t`` of keys the value of ``t`` is ``>=`` that of ``s`` plus
+        ``tie_step`` per extra feature (:func:`check_monotone`; clipping to ``[0, 1]`` may flatten
+        the step at 1).
+    """
+    from scipy.optimize import nnls
+
+    masks = np.fromiter(accuracy.keys(), dtype=np.int64, count=len(accuracy))
+    if len(masks) == 0:
+        return {}
+    sizes = np.array([int(m).bit_count() for m in masks], dtype=float)
+    y = np.fromiter(accuracy.values(), dtype=float, count=len(masks)) - tie_step * sizes
+    se = np.array([(std_error or {}).get(int(m), 0.0) or 0.0 for m in masks], dtype=float)
+    positive = se[se > 0]
+    se = np.where(se > 0, se, positive.min() if len(positive) else 1.0)
+    root_w = 1.0 / se
+    lower, upper = cover_pairs(masks)
+    fit = y.copy()
+    if len(lower):
+        fit = _project(y, root_w, lower, upper)
+    # The solver's rounding may leave violations of order 1e-12; one pass from small sets to
+    # large ones removes them, so the guarantee is exact.
+    order = np.argsort(sizes, kind="stable")
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    for pair in np.argsort(position[upper], kind="stable"):
+        lo, up = lower[pair], upper[pair]
+        if fit[up] < fit[lo]:
+            fit[up] = fit[lo]
+    out = np.clip(fit + tie_step * sizes, 0.0, 1.0)
+    return dict(zip(masks.tolist(), out.tolist()))
+
+
+#: Above this many matrix entries (pairs x sets) the projection uses a sparse solver.
+DENSE_LIMIT = 4_000_000
+
+
+def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The projection of ``y`` onto ``{f : f[upper] >= f[lower]}`` in the norm weighted by ``root_w**2``.
+
+    Through its dual: with ``g = W^(1/2) f`` the constraints read ``A g >= 0`` and
+    ``g = W^(1/2) y + A^T lam`` for ``lam >= 0`` minimising ``|A^T lam + W^(1/2) y|``. Small problems
+    solve that exactly (active-set NNLS). Large ones (more than :data:`DENSE_LIMIT` entries in
+    ``A``) solve iteratively on a sparse ``A`` with every set weighing the same -- weights make
+    that problem too ill-conditioned for the iterative solver -- and the caller's repair pass
+    settles the last digits.
+    """
+    from scipy import sparse
+    from scipy.optimize import lsq_linear, nnls
+
+    if len(lower) * len(y) > DENSE_LIMIT:
+        root_w = np.ones_like(root_w)
+    rows = np.arange(len(lower))
+    a = sparse.csr_matrix(
+        (np.concatenate([1.0 / root_w[upper], -1.0 / root_w[lower]]), (np.concatenate([rows, rows]), np.concatenate([upper, lower]))),
+        shape=(len(lower), len(y)),
+    )
+    target = -root_w * y
+    if len(lower) * len(y) <= DENSE_LIMIT:
+        lam, _ = nnls(a.T.toarray(), target, maxiter=max(100, 20 * len(lower)))
+    else:
+        lam = lsq_linear(a.T.tocsr(), target, bounds=(0.0, np.inf), method="trf", lsq_solver="lsmr", tol=1e-12).x
+    return (root_w * y + a.T @ lam) / root_w
+
+
+def check_monotone(scores: Mapping[int, float], tie_step: float = 0.0) -> None:
+    """Raise ``ValueError`` naming a pair ``s ⊊ t`` whose score drops by more than rounding
+    (or rises by less than ``tie_step`` per extra feature)."""
+    masks = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+    values = np.fromiter(scores.values(), dtype=float, count=len(scores))
+    lower, upper = cover_pairs(masks)
+    steps = np.array([int(m).bit_count() for m in masks[upper] ^ masks[lower]], dtype=float)
+    short = values[upper] - values[lower] - tie_step * steps < -1e-12
+    if short.any():
+        k = int(np.flatnonzero(short)[0])
+        raise ValueError(
+            f"scores are not monotone: set {int(masks[upper[k]])} scores {values[upper[k]]!r} below "
+            f"its subset {int(masks[lower[k]])}'s {values[lower[k]]!r}"
+        )
