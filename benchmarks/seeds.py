@@ -12,12 +12,15 @@ the demo's cell-by-cell section on the pooled numbers:
 * the anytime walk against plain serving and against GreedyCost, on time (late answers wrong),
   and the share of late answers per cell;
 * the confidence cascade against a plain walk of its own index from the same guards: the mean
-  measured extraction time it saves per budget and the accuracy it gives up.
+  measured extraction time it saves per budget and the accuracy it gives up;
+* with ``--scores``: the primary's saved index ranked by its measured scores and by their monotone
+  fit (``scores="measured"`` / ``"monotone"``, swept again, nothing retrained), both served on the
+  run's recorded held-out times, each against the best rival and against each other.
 
 Usage::
 
     for s in 0 1 2 3; do polydom demo --seed $s --out build/d$s; done
-    python -P benchmarks/seeds.py build/d0 build/d1 build/d2 build/d3 --name digits
+    python -P benchmarks/seeds.py build/d0 build/d1 build/d2 build/d3 --name digits [--scores]
 """
 
 from __future__ import annotations
@@ -56,6 +59,66 @@ def load_runs(paths):
     if len(set(budgets)) != 1 or len(set(sides)) != 1:
         sys.exit("seeds: the runs differ in their budgets or sizes; pool runs of one experiment")
     return runs
+
+
+#: The grids ``--scores`` adds to each run: the primary ranked each way.
+SCORE_GRIDS = {"measured": "PolyDom α=1, measured scores", "monotone": "PolyDom α=1, monotone scores"}
+
+
+def add_score_grids(paths, runs):
+    """Serve each run's saved primary index ranked both ways (:data:`SCORE_GRIDS`) on the run's
+    recorded held-out times, and add the grids to the run's."""
+    import polydom
+    from polydom.demo import headline
+    from polydom.demo.evaluation import serve_grid
+    from polydom.demo.job import load_run_held_out, with_scores
+
+    for path, (grids, sizes, _, y) in zip(paths, runs):
+        settings = (headline.read(path) or {}).get("settings") or {}
+        where = argparse.Namespace(out=path, dataset=settings.get("dataset", "digits"),
+                                   train_per_class=settings.get("train_per_class", 20),
+                                   held_out_per_class=settings.get("held_out_per_class", 50))
+        try:
+            matrix, held_sizes, held_y, _ = load_run_held_out(where)
+        except ValueError as error:
+            sys.exit(f"seeds: {error}")
+        if not (np.array_equal(held_y, y) and np.array_equal(held_sizes, sizes)):
+            sys.exit(f"seeds: {path}'s cached held-out images are not the ones its answers were given on")
+        clf = polydom.CostSensitiveClassifier.load(os.path.join(path, "index"))
+        budgets = grids[next(iter(grids))].budgets
+        for scores, name in SCORE_GRIDS.items():
+            print(f"seeds: serving {path} ranked by {scores} scores", file=sys.stderr)
+            grids[name] = serve_grid(with_scores(clf, scores), matrix.X, matrix.seconds, sizes, y, budgets)
+
+
+def score_section(runs, rivals) -> list[str]:
+    """The report's section on the two rankings (see :data:`SCORE_GRIDS`)."""
+    measured, monotone = SCORE_GRIDS["measured"], SCORE_GRIDS["monotone"]
+    out = ["## Monotone against measured scores (issue 10)", "",
+           "The primary's saved index swept again ranked each way and served on the run's recorded held-out times "
+           "(`--scores`), so the two differ in nothing but the ranking; a set that only the other ranking makes "
+           "servable keeps the score it was trained with (a refit would rescore it).", ""]
+    for name in (measured, monotone):
+        found = best_rival_cells(runs, name, list(rivals))
+        counts = run_counts(runs, name, rivals)
+        out += [f"**{name}.** Each run alone: within one SE of its best rival in {', '.join(map(str, counts))} of "
+                f"{len(found)} cells.", ""]
+        out += cells_summary(found, "the best of " + ", ".join(rivals), name)
+        out.append("")
+    out += [f"| rival | {measured} minus it | {monotone} minus it | per run (monotone) |", "|---|---|---|---|"]
+    for rival in list(rivals) + [measured]:
+        if rival == measured:
+            total, per_run = mean_over_cells(runs, monotone, measured)
+            out.append(f"| {measured} | – | {total.text(signed=True)} | "
+                       + ", ".join(e.text(signed=True) for e in per_run) + " |")
+            continue
+        a, _ = mean_over_cells(runs, measured, rival)
+        b, per_run = mean_over_cells(runs, monotone, rival)
+        out.append(f"| {rival} | {a.text(signed=True)} | {b.text(signed=True)} | "
+                   + ", ".join(e.text(signed=True) for e in per_run) + " |")
+    found = best_rival_cells(runs, monotone, [measured])
+    out += ["", cells_summary(found, measured, monotone)[0], ""]
+    return out
 
 
 def run_cells(runs, reference, rivals, on_time=False):
@@ -165,6 +228,8 @@ def main(argv=None) -> int:
     parser.add_argument("runs", nargs="+", help="finished `polydom demo --out DIR --seed N` directories")
     parser.add_argument("--name", default="digits", help="names the report: results/seeds-NAME.md")
     parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
+    parser.add_argument("--scores", action="store_true",
+                        help="also serve each run's primary index ranked by measured and by monotone scores")
     args = parser.parse_args(argv)
     if len(args.runs) < 2:
         sys.exit("seeds: give at least two runs")
@@ -175,10 +240,12 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     runs = load_runs(args.runs)
+    if args.scores:
+        add_score_grids(args.runs, runs)
     n_pictures = [len(np.unique(r[2])) for r in runs]
     out = [f"# Demo runs with independent seeds, pooled: {args.name}", "",
            f"`python -P benchmarks/seeds.py {' '.join(os.path.basename(p.rstrip('/')) for p in args.runs)} "
-           f"--name {args.name}` on {len(runs)} demo runs (`polydom demo --seed N`), each with its own "
+           f"--name {args.name}{' --scores' if args.scores else ''}` on {len(runs)} demo runs (`polydom demo --seed N`), each with its own "
            f"held-out pictures ({', '.join(map(str, n_pictures))}), training pictures, renderings, folds and timings. "
            "Per cell, the pooled gap is the mean of the runs' paired gaps, ± sqrt(Σ se²) / runs.", ""]
 
@@ -192,6 +259,9 @@ def main(argv=None) -> int:
         total, per_run = mean_over_cells(runs, PRIMARY, rival)
         out.append(f"| {rival} | {total.text(signed=True)} | " + ", ".join(e.text(signed=True) for e in per_run) + " |")
     out.append("")
+
+    if args.scores:
+        out += score_section(runs, RIVALS)
 
     out += ["## Anytime serving, on time (issue 11)", ""]
     for other in (PLAIN, "GreedyCost"):

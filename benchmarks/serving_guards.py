@@ -34,24 +34,8 @@ import numpy as np
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
-def held_out(out: str, dataset: str, train_per_class: int, held_out_per_class: int):
-    """The demo run's held-out images: features and times from its cache, sizes, labels, pictures."""
-    from polydom.demo.job import load_split
-    from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
-    from polydom.extraction import extract_features
-    from polydom.featurizers import resolve_features
-
-    images, labels, _, test = load_split(dataset, DEFAULT_SIDES, train_per_class, held_out_per_class, 0)
-    matrix = extract_features([images[i] for i in test], resolve_features(DEFAULT_FEATURES), n_jobs=None,
-                              cache_dir=os.path.join(out, "cache", "features"))
-    if not matrix.cached:
-        sys.exit(f"serving_guards: {out} holds no cached held-out features of this split; run the demo there first")
-    sizes = np.array([images[i].shape[0] * images[i].shape[1] for i in test], dtype=float)
-    return matrix, sizes, labels[test], test // len(DEFAULT_SIDES)
-
-
 def main(argv=None) -> int:
-    from polydom.demo.job import add_run_arguments
+    from polydom.demo.job import add_run_arguments, load_run_held_out
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_run_arguments(parser)
@@ -64,7 +48,10 @@ def main(argv=None) -> int:
     from polydom.demo.settings import DEFAULT_BUDGETS
 
     started = time.perf_counter()
-    matrix, sizes, y, pictures = held_out(args.out, args.dataset, args.train_per_class, args.held_out_per_class)
+    try:
+        matrix, sizes, y, pictures = load_run_held_out(args)
+    except ValueError as error:
+        sys.exit(f"serving_guards: {error}")
     index_dir = os.path.join(args.out, "index")
     fixed = polydom.CostSensitiveClassifier.load(index_dir)
     fixed.planner_.serving_guards = None  # as learn_guards=False leaves it

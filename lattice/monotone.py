@@ -145,6 +145,6 @@ def check_monotone(scores: Mapping[int, float], tie_step: float = 0.0) -> None:
     if short.any():
         k = int(np.flatnonzero(short)[0])
         raise ValueError(
-            f"scores are not monotone: set {int(masks[upper[k]])} scores {values[upper[k]]!r} below "
-            f"its subset {int(masks[lower[k]])}'s {values[lower[k]]!r}"
+            f"scores are not monotone: set {int(masks[upper[k]])} scores {float(values[upper[k]])!r} below "
+            f"its subset {int(masks[lower[k]])}'s {float(values[lower[k]])!r}"
         )

@@ -22,8 +22,8 @@ from .settings import (
     PRIMARY, REAL_PASS_BUDGETS, SERVING, TIES, TIMING_SIDES,
 )
 
-__all__ = ["run_demo", "with_tolerance", "with_speculation", "split_pictures", "load_split", "load_run_split",
-           "add_run_arguments"]
+__all__ = ["run_demo", "with_tolerance", "with_scores", "with_speculation", "split_pictures", "load_split", "load_run_split",
+           "load_run_held_out", "run_seed", "add_run_arguments"]
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
@@ -37,16 +37,40 @@ def with_tolerance(clf, tolerance: float | None):
     (the learners are deterministic) and differ only in this sweep; it would also retrain the
     finalists in this process for their rescoring, which is what this saves.
     """
+    out = _reswept(clf, clf.index_.explored, {"tolerance": tolerance})
+    out.tolerance = tolerance
+    return out
+
+
+def with_scores(clf, scores: str):
+    """A fitted PolyDom classifier ranking its trained sets by ``scores`` (``"measured"`` or
+    ``"monotone"``): the same sets, measured scores and models, swept again, training nothing.
+
+    Unlike a refit, the finalists are not rescored again: a set the other ranking makes servable
+    keeps the score it was trained with.
+    """
+    from polydom.lattice import monotone_scores
+
+    old = clf.index_
+    measured = old.measured or old.explored  # an index ranking by measured scores keeps them in explored
+    ranked = monotone_scores(measured, old.std_error) if scores == "monotone" else measured
+    out = _reswept(clf, ranked, {"scores": scores}, measured=measured if scores == "monotone" else {})
+    out.scores = scores
+    return out
+
+
+def _reswept(clf, explored: dict, params: dict, measured: dict | None = None):
+    """``clf`` with its index swept again over ``explored`` (mask -> score) with ``params`` changed."""
     from polydom.serving import ServingPlanner
 
     old = clf.index_
     index = type(old).from_trained(
-        old.space, old.costs, old.explored, domain=old.domain, candidate_alpha=old.params.get("candidate_alpha", 1.0),
-        models=old.models, stats=old.stats, params={**old.params, "tolerance": tolerance},
-        std_error=old.std_error, chains=old.chains, cascades=old.cascades, measured=old.measured,
+        old.space, old.costs, explored, domain=old.domain, candidate_alpha=old.params.get("candidate_alpha", 1.0),
+        models=old.models, stats=old.stats, params={**old.params, **params},
+        std_error=old.std_error, chains=old.chains, cascades=old.cascades,
+        measured=old.measured if measured is None else measured,
     )
     out = copy.copy(clf)
-    out.tolerance = tolerance
     out.index_ = index
     out.planner_ = ServingPlanner(index, clf.planner_.features, cascade=clf.planner_.cascade)
     expanded = clf.fit_stats_["expanded"]
@@ -94,8 +118,38 @@ def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: in
 
 def load_run_split(args):
     """:func:`load_split` for the run named by :func:`add_run_arguments`'s options, at the
-    demo's sides: ``(images, labels, train, test)``."""
-    return load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, 0)
+    demo's sides and with the run's seed (from its ``headline.json``; 0 for a run written before
+    seeds were recorded): ``(images, labels, train, test)``."""
+    return load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, run_seed(args.out))
+
+
+def load_run_held_out(args):
+    """The held-out images of the run named by :func:`add_run_arguments`'s options, as it measured
+    them (its feature cache): ``(matrix, sizes, labels, pictures)``, with every feature's
+    recorded time per image in ``matrix.seconds``.
+
+    Raises
+    ------
+    ValueError
+        The run's directory holds no cached features of this split.
+    """
+    from polydom.extraction import extract_features
+    from polydom.featurizers import resolve_features
+
+    images, labels, _, test = load_run_split(args)
+    matrix = extract_features([images[i] for i in test], resolve_features(DEFAULT_FEATURES), n_jobs=None,
+                              cache_dir=os.path.join(args.out, "cache", "features"))
+    if not matrix.cached:
+        raise ValueError(f"{args.out} holds no cached held-out features of this split; run the demo there first")
+    sizes = np.array([images[i].shape[0] * images[i].shape[1] for i in test], dtype=float)
+    return matrix, sizes, labels[test], test // len(DEFAULT_SIDES)
+
+
+def run_seed(out) -> int:
+    """The seed (``--seed``) of the finished demo run in ``out``."""
+    from . import headline
+
+    return int(((headline.read(out) or {}).get("settings") or {}).get("random_state", 0))
 
 
 def add_run_arguments(parser) -> None:

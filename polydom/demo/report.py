@@ -39,6 +39,16 @@ def _index_counts(index) -> dict:
             "models": len(index.models)}
 
 
+def _ranking(index) -> str:
+    """How the primary index ranks its sets, for the *What was run* table."""
+    if index.params.get("scores") != "monotone":
+        return "; sets ranked by those scores"
+    stats = index.stats
+    return (f"; sets ranked by the monotone fit of those scores (`scores=\"monotone\"`: a superset never ranks "
+            f"below its subset), which moved {stats.get('scores_moved', 0)} of {len(index.explored)} scores, "
+            f"by at most +{stats.get('score_largest_rise', 0.0):.3f} / -{stats.get('score_largest_fall', 0.0):.3f}")
+
+
 def _headline_section(r: dict, comparison: dict) -> list[str]:
     out = ["## Headline numbers\n"]
     out.append(f"Mean held-out accuracy over the {len(r['budgets'])} budgets (each budget weighs the same), ± one "
@@ -132,8 +142,9 @@ def write_report(path, r: dict) -> str:
         ["learners", f"{learners}, raced per feature set (the classifier's default)"],
         ["scoring", f"{r['cv']}-fold stratified, grouped CV accuracy"
                     + (f" over {r['cv_repeats']} draws of the folds" if r.get("cv_repeats", 1) > 1 else "")
-                    + " with its standard error; servable sets rescored "
-                    "on further folds; final model refitted on all training images; {} = majority class"],
+                    + " with its standard error; servable sets rescored on further folds"
+                    + _ranking(primary.index_)
+                    + "; final model refitted on all training images; {} = majority class"],
         ["cost fits", f"degree {primary.cost_degree}, non-negative and non-decreasing, following the "
                       f"{primary.cost_quantile} quantile of {primary.timing_repeats} timed passes x "
                       f"{primary.timing_images} images at sides {', '.join(map(str, primary.timing_sides_))}"

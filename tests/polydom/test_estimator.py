@@ -11,6 +11,7 @@ from sklearn.linear_model import LogisticRegression
 
 import polydom
 from polydom.index.fitting import evaluate_cost_curve
+from polydom.lattice import check_monotone, monotone_scores
 from polydom.featurizers import REGISTRY, Feature
 from polydom.featurizers.datasets import load_digits_images
 
@@ -111,6 +112,16 @@ def test_deterministic_with_random_state(digits, fitted, fast_params):
     first_only = {m: a for m, a in fitted.index_.measured.items() if m in again.index_.measured}
     same = [m for m in first_only if again.index_.std_error.get(m) == fitted.index_.std_error.get(m)]
     assert same and all(again.index_.measured[m] == fitted.index_.measured[m] for m in same)
+
+
+def test_the_index_ranks_sets_by_the_monotone_fit_of_their_measured_scores(fitted):
+    index = fitted.index_
+    assert index.params["scores"] == "monotone" and set(index.measured) == set(index.explored)
+    check_monotone(index.explored)
+    assert index.explored == pytest.approx(monotone_scores(index.measured, index.std_error), abs=1e-9)
+    # The served set carries the fitted score; its measured one stays beside it.
+    choice = index.lookup(float(28 * 28), 1.0)
+    assert choice.accuracy == index.explored[index.space.mask(choice.features)]
 
 
 def test_cost_curves_are_nonnegative_monotone_and_track_the_median(fitted):

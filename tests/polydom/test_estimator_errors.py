@@ -72,7 +72,7 @@ def test_bad_budget(fitted, digits, budget, message):
     ("alpha", 0.5, "alpha must be"), ("e", -0.1, "e must be"), ("backend", "fast", "backend must be one of"),
     ("cost_quantile", 1.5, "cost_quantile"), ("cv", 1, "cv must be"), ("timing_sides", (8, 8, 8), "distinct sides"),
     ("timing_repeats", 0, "timing_repeats"), ("lambdas", [0.0, 1.0], "backend='greedy' only"),
-    ("features", [], "features is empty"), ("features", ["no_such_feature"], "unknown feature 'no_such_feature'"),
+    ("scores", "isotonic", "scores must be"), ("features", [], "features is empty"), ("features", ["no_such_feature"], "unknown feature 'no_such_feature'"),
 ])
 def test_bad_parameter_raises_at_fit(digits, param, value, message, fast_params):
     images, labels = digits
