@@ -50,6 +50,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="where to publish the index (an LMDB index directory)")
     parser.add_argument("--alpha", type=float, default=1.0, help="approximation factor (default 1: exact)")
     parser.add_argument("--e", type=float, default=0.0, help="monotonicity tolerance (default 0)")
+    parser.add_argument("--scores", choices=("measured", "monotone"), default=None,
+                        help="what PolyDom ranks trained sets by: the scores as given or their monotone fit "
+                             "(default: measured for a black box, monotone for images, as polydom.build and "
+                             "CostSensitiveClassifier do)")
     parser.add_argument("--backend", default="polydom", choices=buildable(), help="index backend (default polydom)")
     parser.add_argument("--n0", type=float, default=None, help="expansion size, for the backends that take one (Greedy)")
     parser.add_argument("--n-jobs", type=int, default=None, help="train sets in parallel (-1: all cores)")
@@ -167,6 +171,10 @@ def _check_options(args) -> None:
         raise SpecError(f"--max-expansions must be >= 1, got {args.max_expansions}")
     if args.blas_threads < 0:
         raise SpecError(f"--blas-threads must be >= 0, got {args.blas_threads}")
+    if args.scores is not None and args.backend != "polydom":
+        raise SpecError(f"--scores ranks PolyDom's trained sets; backend {args.backend!r} has none to rank")
+    if args.scores is not None and args.time_budget is not None:
+        raise SpecError("--scores cannot be combined with --time-budget (a progressive build ranks by measured scores)")
 
 
 def _build_black_box(obj, args):
@@ -185,7 +193,7 @@ def _build_black_box(obj, args):
     takes = backend_spec(args.backend).options
     if args.time_budget is not None and "alpha" not in takes:
         raise SpecError(f"--time-budget lowers alpha while time remains; backend {args.backend!r} has no alpha")
-    options = {}
+    options = {} if args.scores is None else {"scores": args.scores}
     if "n0" in takes:
         if args.n0 is None:
             raise SpecError(f"--backend {args.backend} needs --n0 (the size at which costs are compared)")
@@ -212,6 +220,8 @@ def _build_images(obj, args):
     import polydom
 
     params = dict(alpha=args.alpha, e=args.e, backend=args.backend, n_jobs=args.n_jobs, progress=True)
+    if args.scores is not None:
+        params["scores"] = args.scores
     if args.cache is not None:
         params["cache_dir"] = args.cache
     for name in ("features", "estimator", "cv", "budget", "random_state"):

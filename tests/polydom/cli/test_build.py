@@ -63,6 +63,17 @@ def test_factory_options_and_cache(spec_file, tmp_path, capsys):
     assert polydom.load(out).params["alpha"] == 1.2
 
 
+def test_scores_option_ranks_by_the_monotone_fit(spec_file, tmp_path):
+    out = tmp_path / "index"
+    assert main(["build", f"{spec_file}:SPEC", "--out", str(out), "--scores", "monotone"]) == 0
+    loaded = polydom.load(out)
+    inst = polydom.make_synthetic(6, k=None, seed=7)
+    direct = polydom.build(inst.costs, inst.expand, scores="monotone")
+    assert loaded.params["scores"] == "monotone" and loaded.measured == direct.measured
+    for size, budget in [(1.0, 50.0), (30.0, 900.0), (200.0, 1e5)]:
+        assert loaded.lookup(size, budget) == direct.lookup(size, budget)
+
+
 def test_time_budget_reports_the_alpha_reached(spec_file, tmp_path, capsys):
     out = tmp_path / "index"
     assert main(["build", f"{spec_file}:SPEC", "--out", str(out), "--time-budget", "60"]) == 0
@@ -84,7 +95,9 @@ def test_bad_spec_exits_2_and_publishes_nothing(spec_file, tmp_path, capsys, spe
     assert not out.exists()
 
 
-@pytest.mark.parametrize("option", [["--alpha", "0.5"], ["--e", "-1"], ["--n-jobs", "0"], ["--time-budget", "0"]])
+@pytest.mark.parametrize("option", [["--alpha", "0.5"], ["--e", "-1"], ["--n-jobs", "0"], ["--time-budget", "0"],
+                                    ["--scores", "monotone", "--time-budget", "5"],
+                                    ["--scores", "monotone", "--backend", "greedy", "--n0", "10"]])
 def test_bad_option_values_exit_2(spec_file, tmp_path, capsys, option):
     out = tmp_path / "index"
     assert main(["build", f"{spec_file}:SPEC", "--out", str(out), *option]) == 2
