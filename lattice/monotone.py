@@ -20,10 +20,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["DEFAULT_TIE_STEP", "check_monotone", "cover_pairs", "monotone_scores"]
+__all__ = ["DEFAULT_TIE_STEP", "DENSE_LIMIT", "check_monotone", "cover_pairs", "monotone_scores"]
 
 #: What each feature adds to the scores of sets the fit pools together (see the module docstring).
 DEFAULT_TIE_STEP = 1e-6
+
+#: Above this many matrix entries (covering pairs x sets) the projection uses a sparse solver.
+DENSE_LIMIT = 4_000_000
 
 
 def cover_pairs(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +66,7 @@ def monotone_scores(
     std_error : mapping of int to float, optional
         Standard errors of those scores; a set weighs ``1 / se**2`` (a set rescored on more folds
         moves less). Missing or zero standard errors take the smallest positive one given; with
-        none at all every set weighs the same.
+        none at all, or above :data:`DENSE_LIMIT`, every set weighs the same.
     tie_step : float, default :data:`DEFAULT_TIE_STEP`
         Added per feature to sets the fit pools together, so the larger ranks first.
 
@@ -74,8 +77,6 @@ def monotone_scores(
         ``tie_step`` per extra feature (:func:`check_monotone`; clipping to ``[0, 1]`` may flatten
         the step at 1).
     """
-    from scipy.optimize import nnls
-
     masks = np.fromiter(accuracy.keys(), dtype=np.int64, count=len(accuracy))
     if len(masks) == 0:
         return {}
@@ -89,21 +90,14 @@ def monotone_scores(
     fit = y.copy()
     if len(lower):
         fit = _project(y, root_w, lower, upper)
-    # The solver's rounding may leave violations of order 1e-12; one pass from small sets to
-    # large ones removes them, so the guarantee is exact.
-    order = np.argsort(sizes, kind="stable")
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    for pair in np.argsort(position[upper], kind="stable"):
+    # The solver's rounding may leave violations of order 1e-12; one pass over the pairs, smaller
+    # upper sets first (so every lower set is final when it is read), removes them exactly.
+    for pair in np.argsort(sizes[upper], kind="stable"):
         lo, up = lower[pair], upper[pair]
         if fit[up] < fit[lo]:
             fit[up] = fit[lo]
     out = np.clip(fit + tie_step * sizes, 0.0, 1.0)
     return dict(zip(masks.tolist(), out.tolist()))
-
-
-#: Above this many matrix entries (pairs x sets) the projection uses a sparse solver.
-DENSE_LIMIT = 4_000_000
 
 
 def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
