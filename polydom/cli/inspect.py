@@ -21,7 +21,11 @@ _COUNT_LABELS = {
 
 
 def _entry(index, mask: int, accuracy: float, cost: float) -> dict:
-    return {"features": sorted(index.space.frozenset(mask)), "accuracy": accuracy, "key": mask, "cost": cost}
+    entry = {"features": sorted(index.space.frozenset(mask)), "accuracy": accuracy, "key": mask, "cost": cost}
+    measured = getattr(index, "measured", None)
+    if measured and mask in measured:  # ranked by a fit of the scores: the measured one beside it
+        entry["measured"] = measured[mask]
+    return entry
 
 
 def describe_index(index) -> dict:
@@ -30,7 +34,8 @@ def describe_index(index) -> dict:
     Keys: ``path``, ``version``, ``backend``, ``domain``, ``counts``, ``features`` (name,
     coefficients, readable cost expression), ``params``, ``stats``; for an index whose summary
     has ``bounds`` (PolyDom) also ``bounds`` and ``ranges`` (per range its interval and skyline:
-    features, accuracy, key, cost at the range's start); for one whose summary has ``n0``
+    features, accuracy, key, cost at the range's start, and ``measured``, the measured score, when
+    the index ranks by a fit of the scores); for one whose summary has ``n0``
     (Greedy) ``skyline`` (its prefix skyline, costs at ``n0``).
     """
     from polydom.index.store import store_of
@@ -85,8 +90,11 @@ def _format_inspect(info: dict, max_ranges: int | None) -> str:
     ]
 
     def skylinetable(entries, size) -> str:
-        rows = [[str(i), number(e["accuracy"]), number(e["cost"]), names(e["features"])] for i, e in enumerate(entries)]
-        return table(["#", "accuracy", f"cost@{number(size)}", "features"], rows, indent="    ")
+        fitted = any("measured" in e for e in entries)
+        rows = [[str(i), number(e["accuracy"])] + ([number(e.get("measured", e["accuracy"]))] if fitted else [])
+                + [number(e["cost"]), names(e["features"])] for i, e in enumerate(entries)]
+        head = ["#", "accuracy"] + (["measured"] if fitted else []) + [f"cost@{number(size)}", "features"]
+        return table(head, rows, indent="    ")
 
     if "ranges" in info:
         out += ["", "bounds (range starts)", "  " + ", ".join(number(b) for b in info["bounds"])]

@@ -48,6 +48,25 @@ def test_inspect_json_matches_the_index(built, saved, capsys):
         assert [e["accuracy"] for e in rng["skyline"]] == [built.candidate_accuracy[c] for c in sky]
 
 
+def test_inspect_shows_measured_scores_beside_the_fitted_ones(tmp_path, capsys):
+    inst = polydom.make_synthetic(6, k=None, seed=4)
+    noisy = {}
+
+    def expand(features):
+        # Scores that drop from some sets to their supersets, so the fit moves them.
+        return noisy.setdefault(features, min(1.0, inst.expand(features) + 0.05 * (sum(map(ord, "".join(sorted(features)))) % 3 - 1)))
+
+    index = polydom.build(inst.costs, expand, scores="monotone")
+    index.save(tmp_path / "m")
+    assert cli.main(["inspect", str(tmp_path / "m"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    entries = [e for rng in info["ranges"] for e in rng["skyline"]]
+    assert all(e["measured"] == index.measured[e["key"]] and e["accuracy"] == index.explored[e["key"]] for e in entries)
+    assert info["params"]["scores"] == "monotone" and info["stats"]["scores_moved"] > 0
+    assert cli.main(["inspect", str(tmp_path / "m")]) == 0
+    assert "measured" in capsys.readouterr().out
+
+
 def test_inspect_shows_a_greedy_index_skyline(tmp_path, capsys):
     inst = polydom.make_synthetic(5, k=None, seed=2)
     greedy = polydom.build(inst.costs, inst.expand, backend="greedy", n0=2.0)
