@@ -513,7 +513,7 @@ def write_report(path, ctx: dict) -> str:
         "cannot group them). Forward selection and exhaustive use polydom's two default learners, the better by "
         "grouped 3-fold CV per subset.",
         "",
-        f"PolyDom's parameters that bear on costs, as fitted: {ctx['polydom_params']}. Anytime cost guards per "
+        f"PolyDom's parameters that bear on costs and selection, as fitted: {ctx['polydom_params']}. Anytime cost guards per "
         f"feature (a walk starts a feature only if time used + guard × predicted cost fits): {ctx['guards']}. The "
         f"row *{UNGUARDED}* serves the same fit with guards of 1; it is a diagnostic, not a peer, and is left out of "
         "the best-peer counts.",
@@ -734,7 +734,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
         results[UNGUARDED] = cell_stats(bare_grid.correct, bare_grid.measured, test_sizes, sides, budgets)
         fit_seconds[UNGUARDED], models[UNGUARDED] = 0.0, "PolyDom's fit"
     log("served every method")
-    shown = ("cost_quantile", "calibrate_costs", "cost_guard", "tolerance", "e", "learners", "cv")
+    shown = ("cost_quantile", "calibrate_costs", "cost_guard", "tolerance", "scores", "e", "learners", "cv")
     params = clf.get_params(deep=False)
     guards = clf.index_.cost_guards() if hasattr(clf.index_, "cost_guards") else None
     return dict(args=args, summary=summarize(results, sides, budgets),
