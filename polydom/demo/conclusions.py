@@ -250,8 +250,9 @@ def size_story(r: dict, names: list[str]) -> list[str]:
 
 
 def _served_cv(grid, index, b: int, rows: np.ndarray) -> float:
-    """Mean cross-validated accuracy of the sets served at budget index ``b`` to ``rows``."""
-    trained = index.trained
+    """Mean cross-validated accuracy of the sets served at budget index ``b`` to ``rows`` (as
+    measured, also where the index ranks sets by a fit of the scores)."""
+    trained = getattr(index, "measured", None) or index.trained
     return float(np.mean([trained.get(int(k), math.nan) for k in grid.keys[b, rows]]))
 
 
@@ -358,7 +359,9 @@ def surprises(r: dict, primary: str, verdicts: list[BudgetVerdict]) -> list[str]
                          f"on average is worse at one size (here at {side(where)}, where the features "
                          f"{set_text(sorted(set(after) - set(before)))} it adds help less).")
             else:
-                text += ("The index maximises the cross-validated score; a lead smaller than the scores' standard "
+                ranked = ("the monotone fit of the cross-validated scores (a superset never ranks below its subset)"
+                          if index.params.get("scores") == "monotone" else "the cross-validated score")
+                text += (f"The index maximises {ranked}; a lead smaller than the scores' standard "
                          "errors can reverse on new images (and the sets chosen for the larger budget are the most "
                          "optimistic of more candidates).")
             out.append(text)
