@@ -14,7 +14,8 @@ from .anytime import chain_order, chain_prefixes
 from .costcurve import CostCurve
 from .skyline import PolyDomIndex
 
-__all__ = ["SCORE_MODES", "build_polydom", "explore_with_tolerance", "index_from_expanded", "train_prefix_chains"]
+__all__ = ["SCORE_MODES", "build_polydom", "explore_with_tolerance", "index_from_expanded", "rank_scores",
+           "train_prefix_chains"]
 
 #: How the index ranks trained sets: by the black box's scores as measured, or by their monotone
 #: fit (:func:`polydom.lattice.monotone_scores`).
@@ -61,14 +62,27 @@ def explore_with_tolerance(space: FeatureSpace, lattice_cache: ExpansionCache, a
         tolerance = observed
 
 
-def score_changes(measured: Mapping[int, float], ranked: Mapping[int, float]) -> dict:
-    """What a monotone fit did to the scores, for ``stats``: the largest change up and down,
-    and how many sets moved by more than rounding."""
+def rank_scores(measured: Mapping[int, float], std_error: Mapping[int, float], scores: str) -> tuple[dict, dict, dict]:
+    """What an index ranks the trained sets ``measured`` (mask -> score) by, for ``scores`` in
+    :data:`SCORE_MODES`.
+
+    Returns
+    -------
+    (ranked, kept, stats)
+        ``ranked``: the scores to index; ``kept``: the measured scores an index keeps beside them
+        (empty when ``ranked`` is ``measured``); ``stats``: what the monotone fit did -- its
+        largest rise and fall and how many sets moved by more than rounding -- empty for
+        ``"measured"``.
+    """
+    if scores not in SCORE_MODES:
+        raise ValueError(f"scores must be one of {SCORE_MODES}, got {scores!r}")
+    if scores == "measured":
+        return dict(measured), {}, {}
+    ranked = monotone_scores(measured, std_error)
     moves = [ranked[m] - measured[m] for m in measured]
-    return dict(
-        score_largest_rise=max(moves, default=0.0), score_largest_fall=-min(moves, default=0.0),
-        scores_moved=sum(abs(d) > 1e-4 for d in moves),
-    )
+    stats = dict(score_largest_rise=max(moves, default=0.0), score_largest_fall=-min(moves, default=0.0),
+                 scores_moved=sum(abs(d) > 1e-4 for d in moves))
+    return ranked, dict(measured), stats
 
 
 def _reference_size(domain: tuple[float, float], bounds) -> float:
@@ -117,7 +131,8 @@ def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, 
             return {m: chains[m] for m in index.candidates}
         inherited = {p: order[:k] for order in chains.values() for k, p in enumerate(chain_prefixes(order))}
         for m in missing:
-            chains[m] = inherited.get(m) or chain_order(m, trained, unit_costs)
+            # Ordered by the scores the index ranks by, as serving ranks the prefixes.
+            chains[m] = inherited.get(m) or chain_order(m, index.explored, unit_costs)
         need = sorted({p for m in missing for p in chain_prefixes(chains[m]) if p not in trained})
         if need:
             trained.update(zip(need, lattice_cache.many(need)))
@@ -162,8 +177,7 @@ def build_polydom(
     started : float, optional
         ``time.perf_counter()`` when the caller started, for ``stats["build_seconds"]``.
     """
-    if scores not in SCORE_MODES:
-        raise ValueError(f"scores must be one of {SCORE_MODES}, got {scores!r}")
+    rank_scores({}, {}, scores)  # an unknown mode fails before anything is trained
     started = time.perf_counter() if started is None else started
     lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
     trained_before = recorder.calls
@@ -183,17 +197,14 @@ def build_polydom(
 
     def index_of(trained, chains=None):
         std_error = {m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in trained}
-        ranked = trained
-        if scores == "monotone":
-            # Refitted whenever the trained sets or their scores change (rescored finalists,
-            # prefixes), so the index always ranks by the fit of everything measured so far.
-            ranked = monotone_scores(trained, std_error)
-            stats.update(score_changes(trained, ranked))
+        # Ranked afresh whenever the trained sets or their scores change (rescored finalists,
+        # prefixes), so the index always ranks by the fit of everything measured so far.
+        ranked, measured, fit_stats = rank_scores(trained, std_error, scores)
+        stats.update(fit_stats)
         return PolyDomIndex.from_trained(
             space, curves, ranked, domain=domain, candidate_alpha=candidate_alpha,
             validate=validate, models={m: recorder.models[m] for m in trained if m in recorder.models},
-            stats=stats, params=params, chains=chains, std_error=std_error,
-            measured=trained if scores == "monotone" else None,
+            stats=stats, params=params, chains=chains, std_error=std_error, measured=measured,
         )
 
     index = index_of(trained)

@@ -175,8 +175,14 @@ class PolyDomIndex(CostSensitiveIndex):
 
     @property
     def trained(self) -> Mapping[int, float]:
-        """Every set the lattice exploration trained (mask -> accuracy); also ``explored``."""
+        """Every set the lattice exploration trained, with the score the index ranks it by (the
+        black box's accuracy, or its monotone fit with ``scores="monotone"``); also ``explored``."""
         return self.explored
+
+    @property
+    def measured_scores(self) -> Mapping[int, float]:
+        """Every trained set's score as the black box measured it, whatever the index ranks by."""
+        return self.measured or self.explored
 
     def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
                guarded=True, serving_guards=None, speculate=False) -> Choice:
@@ -247,7 +253,8 @@ class PolyDomIndex(CostSensitiveIndex):
 
     def with_costs(self, costs) -> "PolyDomIndex":
         """Sweep the same trained sets under new cost curves; models and scores are kept."""
-        keep = ("trained", "expanded", "pruned", "reused", "explore_seconds", "build_seconds")
+        keep = ("trained", "expanded", "pruned", "reused", "explore_seconds", "build_seconds", "score_largest_rise",
+                "score_largest_fall", "scores_moved")
         return type(self).from_trained(
             self.space, self._curves_for(costs), self.explored, domain=self.domain,
             candidate_alpha=self.params.get("candidate_alpha", 1.0), models=self.models,

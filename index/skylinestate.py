@@ -34,12 +34,14 @@ def encode(index):
         "explored_masks": np.array(list(index.explored), dtype=np.int64),
         "explored_accuracy": np.array(list(index.explored.values()), dtype=np.float64),
         "explored_std_error": np.array([index.std_error.get(m, math.nan) for m in index.explored], dtype=np.float64),
-        "explored_measured": np.array([index.measured.get(m, math.nan) for m in index.explored], dtype=np.float64),
         "chain_masks": np.array(list(chains), dtype=np.int64),
         "chain_offsets": np.cumsum([0] + [len(o) for o in chains.values()], dtype=np.int64),
         "chain_features": np.array([i for o in chains.values() for i in o], dtype=np.int64),
         **cascade_arrays,
     }
+    if index.measured:  # only an index ranking by a fit of the scores keeps them apart
+        arrays["explored_measured"] = np.array([index.measured.get(m, math.nan) for m in index.explored],
+                                               dtype=np.float64)
     return IndexState(meta, arrays, index.models)
 
 
@@ -117,7 +119,8 @@ def check_arrays(meta, arrays) -> None:
 
     Masks lie in ``[0, 2**features)`` and are distinct; accuracies are finite and in ``[0, 1]``;
     standard errors NaN (none) or finite and ``>= 0``; bounds finite, strictly ascending, from the
-    domain's lower end; measured scores NaN or in ``[0, 1]``; offsets partition their entries (each skyline non-empty); skyline ids
+    domain's lower end; measured scores NaN or in ``[0, 1]``; offsets partition their entries (each
+    skyline non-empty); skyline ids
     and chain features index what they refer to; cascade thresholds fit their stages and lie in
     ``[0, 1]``, committees' values fill their shapes and are finite; every cost curve is ``>= 0``
     on the domain. ``O(entries)``.

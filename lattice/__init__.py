@@ -10,11 +10,11 @@ from .audit import MonotonicityAudit, audit_monotonicity
 from .explorer import SANDWICH_MODES, ExpansionCache, Exploration, explore, naive_expand_all
 from .featureset import FeatureSpace, bits_of, canonical_key, popcount
 from .graph import lattice_graph
-from .monotone import check_monotone, monotone_scores
+from .monotone import monotone_scores
 
 
 __all__ = [
     "FeatureSpace", "bits_of", "canonical_key", "popcount",
     "ExpansionCache", "Exploration", "explore", "naive_expand_all", "SANDWICH_MODES",
-    "MonotonicityAudit", "audit_monotonicity", "lattice_graph", "check_monotone", "monotone_scores",
+    "MonotonicityAudit", "audit_monotonicity", "lattice_graph", "monotone_scores",
 ]

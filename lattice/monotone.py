@@ -18,15 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import warnings
+
 import numpy as np
 
-__all__ = ["DEFAULT_TIE_STEP", "DENSE_LIMIT", "check_monotone", "cover_pairs", "monotone_scores"]
+from .featureset import popcount
+
+__all__ = ["DEFAULT_TIE_STEP", "DENSE_LIMIT", "cover_pairs", "monotone_scores"]
 
 #: What each feature adds to the scores of sets the fit pools together (see the module docstring).
 DEFAULT_TIE_STEP = 1e-6
 
 #: Above this many matrix entries (covering pairs x sets) the projection uses a sparse solver.
 DENSE_LIMIT = 4_000_000
+
+#: Rows of the subset comparison :func:`cover_pairs` makes at once.
+_BLOCK = 512
 
 
 def cover_pairs(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,9 +50,13 @@ def cover_pairs(masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not len(below):
             continue
         sub = masks[below]
-        # A subset is covered by m unless it lies strictly inside another subset of m.
-        inside = ((sub[None, :] & sub[:, None]) == sub[:, None]) & (sub[None, :] != sub[:, None])
-        maximal = below[~inside.any(axis=1)]
+        # A subset is covered by m unless it lies strictly inside another subset of m; compared in
+        # blocks of rows, so that the top of a large lattice does not need an s x s matrix at once.
+        inside = np.zeros(len(sub), dtype=bool)
+        for start in range(0, len(sub), _BLOCK):
+            rows = sub[start:start + _BLOCK, None]
+            inside[start:start + _BLOCK] = (((sub[None, :] & rows) == rows) & (sub[None, :] != rows)).any(axis=1)
+        maximal = below[~inside]
         lower.extend(maximal.tolist())
         upper.extend([i] * len(maximal))
     return np.asarray(lower, dtype=np.int64), np.asarray(upper, dtype=np.int64)
@@ -74,13 +85,13 @@ def monotone_scores(
     -------
     dict of int to float
         Same keys; for every pair ``s ⊊ t`` of keys the value of ``t`` is ``>=`` that of ``s`` plus
-        ``tie_step`` per extra feature (:func:`check_monotone`; clipping to ``[0, 1]`` may flatten
-        the step at 1).
+        ``tie_step`` per extra feature (clipping to ``[0, 1]`` may flatten the step at 1), so
+        :func:`~polydom.lattice.audit_monotonicity` finds no violation.
     """
     masks = np.fromiter(accuracy.keys(), dtype=np.int64, count=len(accuracy))
     if len(masks) == 0:
         return {}
-    sizes = np.array([int(m).bit_count() for m in masks], dtype=float)
+    sizes = np.array([popcount(int(m)) for m in masks], dtype=float)
     y = np.fromiter(accuracy.values(), dtype=float, count=len(masks)) - tie_step * sizes
     se = np.array([(std_error or {}).get(int(m), 0.0) or 0.0 for m in masks], dtype=float)
     positive = se[se > 0]
@@ -106,39 +117,40 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
     Through its dual: with ``g = W^(1/2) f`` the constraints read ``A g >= 0`` and
     ``g = W^(1/2) y + A^T lam`` for ``lam >= 0`` minimising ``|A^T lam + W^(1/2) y|``. Small problems
     solve that exactly (active-set NNLS). Large ones (more than :data:`DENSE_LIMIT` entries in
-    ``A``) solve iteratively on a sparse ``A`` with every set weighing the same -- weights make
-    that problem too ill-conditioned for the iterative solver -- and the caller's repair pass
-    settles the last digits.
+    ``A``), or one whose active set does not settle, solve iteratively on a sparse ``A`` with
+    every set weighing the same -- weights make that problem too ill-conditioned for the
+    iterative solver -- with a ``RuntimeWarning`` when weights were given or the solver did not
+    converge; the caller's repair pass settles the last digits.
     """
-    from scipy import sparse
     from scipy.optimize import lsq_linear, nnls
 
-    if len(lower) * len(y) > DENSE_LIMIT:
-        root_w = np.ones_like(root_w)
-    rows = np.arange(len(lower))
-    a = sparse.csr_matrix(
-        (np.concatenate([1.0 / root_w[upper], -1.0 / root_w[lower]]), (np.concatenate([rows, rows]), np.concatenate([upper, lower]))),
-        shape=(len(lower), len(y)),
-    )
-    target = -root_w * y
-    if len(lower) * len(y) <= DENSE_LIMIT:
-        lam, _ = nnls(a.T.toarray(), target, maxiter=max(100, 20 * len(lower)))
-    else:
-        lam = lsq_linear(a.T.tocsr(), target, bounds=(0.0, np.inf), method="trf", lsq_solver="lsmr", tol=1e-12).x
-    return (root_w * y + a.T @ lam) / root_w
-
-
-def check_monotone(scores: Mapping[int, float], tie_step: float = 0.0) -> None:
-    """Raise ``ValueError`` naming a pair ``s ⊊ t`` whose score drops by more than rounding
-    (or rises by less than ``tie_step`` per extra feature)."""
-    masks = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
-    values = np.fromiter(scores.values(), dtype=float, count=len(scores))
-    lower, upper = cover_pairs(masks)
-    steps = np.array([int(m).bit_count() for m in masks[upper] ^ masks[lower]], dtype=float)
-    short = values[upper] - values[lower] - tie_step * steps < -1e-12
-    if short.any():
-        k = int(np.flatnonzero(short)[0])
-        raise ValueError(
-            f"scores are not monotone: set {int(masks[upper[k]])} scores {float(values[upper[k]])!r} below "
-            f"its subset {int(masks[lower[k]])}'s {float(values[lower[k]])!r}"
+    dense = len(lower) * len(y) <= DENSE_LIMIT
+    if dense:
+        a = _constraints(root_w, lower, upper, len(y))
+        try:
+            lam, _ = nnls(a.T.toarray(), -root_w * y, maxiter=max(100, 20 * len(lower)))
+            return (root_w * y + a.T @ lam) / root_w
+        except RuntimeError:  # the active set did not settle within maxiter: solve iteratively
+            pass
+    if np.ptp(root_w) > 0:
+        warnings.warn(
+            f"monotone_scores: {len(y)} sets with {len(lower)} covering pairs are fitted by the iterative solver, "
+            "with every set weighing the same (their standard errors are not used)", RuntimeWarning, stacklevel=3,
         )
+    ones = np.ones_like(root_w)
+    a = _constraints(ones, lower, upper, len(y))
+    result = lsq_linear(a.T.tocsr(), -y, bounds=(0.0, np.inf), method="trf", lsq_solver="lsmr", tol=1e-12)
+    if result.status < 1:
+        warnings.warn(f"monotone_scores: the iterative solver did not converge ({result.message}); the scores are "
+                      "made monotone by raising the lower ones", RuntimeWarning, stacklevel=3)
+    return y + a.T @ result.x
+
+
+def _constraints(root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):
+    """The sparse constraint matrix ``A`` of :func:`_project` (one row per covering pair)."""
+    from scipy import sparse
+
+    rows = np.arange(len(lower))
+    values = np.concatenate([1.0 / root_w[upper], -1.0 / root_w[lower]])
+    return sparse.csr_matrix((values, (np.concatenate([rows, rows]), np.concatenate([upper, lower]))),
+                             shape=(len(lower), n))

@@ -154,7 +154,7 @@ def build(
         they are; ``"monotone"`` by their weighted isotonic fit on the subset order
         (:func:`polydom.lattice.monotone_scores`, weights ``1 / std_error**2``), which takes the
         luck out of noisy scores -- a superset then never ranks below its subset. The measured
-        scores stay in ``index.measured``. Greedy's: ``n0`` and ``lambdas``.
+        scores stay in ``index.measured_scores``. Greedy's: ``n0`` and ``lambdas``.
 
     Returns
     -------

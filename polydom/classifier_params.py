@@ -11,6 +11,7 @@ import numbers
 from collections.abc import Mapping
 
 from polydom.backends import backend_spec, buildable
+from polydom.index.build import SCORE_MODES
 
 from .constraints import (
     Boolean, Integer, NoneValue, Options, PathLike, Real, Satisfies, SequenceOf, validate_params,
@@ -29,7 +30,7 @@ CONSTRAINTS = {
     "learners": [NoneValue(), SequenceOf("scikit-learn classifiers or (name, classifier) pairs")],
     "e": [Real(low=0.0), Options(("auto",))],
     "tolerance": [NoneValue(), Real(low=0.0)],
-    "scores": [Options(("monotone", "measured"))],
+    "scores": [Options(SCORE_MODES)],
     "cv": [Integer(low=2), Satisfies(lambda v: not isinstance(v, numbers.Integral), "a cross-validation splitter")],
     "cv_repeats": [Integer(low=1)],
     "finalist_repeats": [Integer(low=0)],

@@ -185,7 +185,11 @@ def load_classifier(cls, path, trusted=None):
 
     index = polydom.load(path, trusted=trusted)
     meta = ClassifierMetadata.from_index(index, path)
-    clf = cls(**meta.init_params(trusted))
+    params = meta.init_params(trusted)
+    # A classifier saved before it had a ``scores`` parameter ranked by measured scores; the
+    # index says which ranking it was built with, so a clone or refit keeps it.
+    params.setdefault("scores", index.params.get("scores", "measured"))
+    clf = cls(**params)
     for name, value in meta.fitted_attributes(index).items():
         setattr(clf, name, value)
     store = store_of(index)

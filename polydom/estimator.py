@@ -59,7 +59,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         subset), which takes out the luck that picking the best of many noisy scores rewards;
         on held-out digits it served more accurate sets than the raw scores (see
         ``benchmarks/results/``). ``"measured"``: the scores as cross-validated.
-        ``index_.measured`` keeps the measured scores either way.
+        ``index_.measured_scores`` holds the measured scores either way. PolyDom backend only
+        (the Greedy backends walk the measured scores).
     cv : int or cross-validation splitter, default 5
         Folds for each feature set's score. An int gives stratified k-fold, grouped by ``groups``
         when ``fit`` gets them (keep renderings of one picture in one fold).

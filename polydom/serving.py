@@ -121,7 +121,8 @@ class SetPlan:
 class Served:
     """One image served: the index's choice, the set's plan, the feature vector and the timings.
 
-    ``measured`` is the extraction time on the real clock; ``choice.accuracy`` the set's score.
+    ``measured`` is the extraction time on the real clock; ``choice.accuracy`` the score the index
+    ranks the set by (``index.measured_scores`` holds the black box's own).
     """
 
     choice: Any

@@ -35,6 +35,7 @@ import warnings
 from collections.abc import Mapping
 
 from polydom.backends import backend_spec, buildable
+from polydom.index.build import SCORE_MODES
 
 from . import UsageError
 
@@ -50,7 +51,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="where to publish the index (an LMDB index directory)")
     parser.add_argument("--alpha", type=float, default=1.0, help="approximation factor (default 1: exact)")
     parser.add_argument("--e", type=float, default=0.0, help="monotonicity tolerance (default 0)")
-    parser.add_argument("--scores", choices=("measured", "monotone"), default=None,
+    parser.add_argument("--scores", choices=SCORE_MODES, default=None,
                         help="what PolyDom ranks trained sets by: the scores as given or their monotone fit "
                              "(default: measured for a black box, monotone for images, as polydom.build and "
                              "CostSensitiveClassifier do)")
@@ -173,8 +174,9 @@ def _check_options(args) -> None:
         raise SpecError(f"--blas-threads must be >= 0, got {args.blas_threads}")
     if args.scores is not None and args.backend != "polydom":
         raise SpecError(f"--scores ranks PolyDom's trained sets; backend {args.backend!r} has none to rank")
-    if args.scores is not None and args.time_budget is not None:
-        raise SpecError("--scores cannot be combined with --time-budget (a progressive build ranks by measured scores)")
+    if args.scores == "monotone" and args.time_budget is not None:
+        raise SpecError("--scores monotone cannot be combined with --time-budget (a progressive build ranks by "
+                        "measured scores)")
 
 
 def _build_black_box(obj, args):

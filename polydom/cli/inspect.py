@@ -22,9 +22,8 @@ _COUNT_LABELS = {
 
 def _entry(index, mask: int, accuracy: float, cost: float) -> dict:
     entry = {"features": sorted(index.space.frozenset(mask)), "accuracy": accuracy, "key": mask, "cost": cost}
-    measured = getattr(index, "measured", None)
-    if measured and mask in measured:  # ranked by a fit of the scores: the measured one beside it
-        entry["measured"] = measured[mask]
+    if getattr(index, "measured", None):  # ranked by a fit of the scores: the measured one beside it
+        entry["measured"] = index.measured_scores.get(mask, accuracy)
     return entry
 
 

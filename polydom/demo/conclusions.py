@@ -252,8 +252,8 @@ def size_story(r: dict, names: list[str]) -> list[str]:
 def _served_cv(grid, index, b: int, rows: np.ndarray) -> float:
     """Mean cross-validated accuracy of the sets served at budget index ``b`` to ``rows`` (as
     measured, also where the index ranks sets by a fit of the scores)."""
-    trained = getattr(index, "measured", None) or index.trained
-    return float(np.mean([trained.get(int(k), math.nan) for k in grid.keys[b, rows]]))
+    scores = getattr(index, "measured_scores", index.trained)
+    return float(np.mean([scores.get(int(k), math.nan) for k in grid.keys[b, rows]]))
 
 
 def _behind(r: dict, primary: str, run: list) -> str:
@@ -278,6 +278,15 @@ def _behind(r: dict, primary: str, run: list) -> str:
     if fitted[primary].index_.params.get("tolerance") is None:
         return text + (f"Its tie rule served cheaper sets whose scores were within one standard error of the best "
                        f"affordable one ({scores}).")
+    own = fitted[primary].index_
+    if own.params.get("scores") == "monotone":
+        fit_p, fit_o = (float(np.mean([own.explored.get(int(k), math.nan) for k in grids[name].keys[b]]))
+                        for name in (primary, leader))
+        if fit_p >= fit_o:
+            return text + (f"{leader} served sets that score higher in cross-validation ({scores}), but {primary} "
+                           "ranks sets by the monotone fit of those scores, which placed them no higher than its "
+                           f"own ({fit_o:.3f} against {fit_p:.3f}): a superset scoring below its subset was taken "
+                           "for noise.")
     ratio = np.median(grids[leader].measured[b] / np.maximum(grids[leader].predicted[b], 1e-12))
     return text + (f"{leader} served sets that score higher in cross-validation too ({scores}): {primary} judged "
                    "them unaffordable from its predicted costs, while the leader's walk measured the clock as it "
@@ -307,8 +316,8 @@ def tie_story(r: dict, primary: str, ties: str) -> str | None:
     se = [index.std_error.get(m, math.nan) for m in (mask, best_mask)]
     return text + (f"; it is significantly behind at {len(losses)} of the {len(budgets)} budgets, most at "
                    f"{ms(budgets[b])} ({diffs[b].text(signed=True)}), where it serves {set_text(served)} "
-                   f"(cross-validated {index.trained.get(mask, math.nan):.3f} ± {se[0]:.3f}) instead of "
-                   f"{set_text(best)} ({index.trained.get(best_mask, math.nan):.3f} ± {se[1]:.3f}): the gap is "
+                   f"(cross-validated {index.measured_scores.get(mask, math.nan):.3f} ± {se[0]:.3f}) instead of "
+                   f"{set_text(best)} ({index.measured_scores.get(best_mask, math.nan):.3f} ± {se[1]:.3f}): the gap is "
                    f"within √(se₁² + se₂²) = {math.hypot(*se):.3f}, a margin that treats the two scores as "
                    "independent although every set is scored on the same folds.")
 

@@ -49,24 +49,24 @@ def with_scores(clf, scores: str):
     Unlike a refit, the finalists are not rescored again: a set the other ranking makes servable
     keeps the score it was trained with.
     """
-    from polydom.lattice import monotone_scores
+    from polydom.index.build import rank_scores
 
     old = clf.index_
-    measured = old.measured or old.explored  # an index ranking by measured scores keeps them in explored
-    ranked = monotone_scores(measured, old.std_error) if scores == "monotone" else measured
-    out = _reswept(clf, ranked, {"scores": scores}, measured=measured if scores == "monotone" else {})
+    ranked, measured, fit_stats = rank_scores(old.measured_scores, old.std_error, scores)
+    out = _reswept(clf, ranked, {"scores": scores}, measured=measured, stats=fit_stats)
     out.scores = scores
     return out
 
 
-def _reswept(clf, explored: dict, params: dict, measured: dict | None = None):
-    """``clf`` with its index swept again over ``explored`` (mask -> score) with ``params`` changed."""
+def _reswept(clf, explored: dict, params: dict, measured: dict | None = None, stats: dict | None = None):
+    """``clf`` with its index swept again over ``explored`` (mask -> score) with ``params`` (and
+    ``stats``) changed."""
     from polydom.serving import ServingPlanner
 
     old = clf.index_
     index = type(old).from_trained(
         old.space, old.costs, explored, domain=old.domain, candidate_alpha=old.params.get("candidate_alpha", 1.0),
-        models=old.models, stats=old.stats, params={**old.params, **params},
+        models=old.models, stats={**old.stats, **(stats or {})}, params={**old.params, **params},
         std_error=old.std_error, chains=old.chains, cascades=old.cascades,
         measured=old.measured if measured is None else measured,
     )

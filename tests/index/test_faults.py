@@ -119,7 +119,7 @@ def built():
         model = LogisticRegression().fit(columns(mask), y)
         return polydom.Expansion(0.5 + 0.1 * len(features) + 0.01 * model.score(columns(mask), y), model)
 
-    index = polydom.build(costs, expand)
+    index = polydom.build(costs, expand, scores="monotone")  # every stored array, the measured scores too
     qrng = random.Random(1)
     full = index.cost_of(index.features, 50.0)
     queries = [(qrng.uniform(0, 100), qrng.uniform(0, 1.2 * full)) for _ in range(30)] + [(0.0, 0.0), (3.0, 1e9)]
@@ -357,6 +357,7 @@ CRAFTED_ARRAYS = [
     ("explored_masks", lambda a: np.r_[a[:-1], -(2**62)]),
     ("explored_accuracy", lambda a: np.r_[a[:-1], -0.5]),
     ("explored_std_error", lambda a: np.r_[a[:-1], -1.0]),
+    ("explored_measured", lambda a: np.r_[a[:-1], 1.5]),
     ("chain_features", lambda a: np.r_[a[:-1], 99]),
     ("chain_offsets", lambda a: np.r_[a[:-1], 10**6]),
 ]
