@@ -38,18 +38,15 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
 
     import polydom
-    from polydom.demo import cells, headline, stats
+    from polydom.demo import cells, stats
     from polydom.demo.evaluation import serve_grid
-    from polydom.demo.job import load_run_held_out
+    from polydom.demo.job import load_run_held_out, run_arguments
     from polydom.demo.settings import DEFAULT_BUDGETS
 
     started = time.perf_counter()
     rows = []
     for path in args.runs:
-        settings = (headline.read(path) or {}).get("settings") or {}
-        where = argparse.Namespace(out=path, dataset=settings.get("dataset", "digits"),
-                                   train_per_class=settings.get("train_per_class", 20),
-                                   held_out_per_class=settings.get("held_out_per_class", 50))
+        where = run_arguments(path)
         try:
             matrix, sizes, y, pictures = load_run_held_out(where)
         except ValueError as error:
@@ -64,7 +61,7 @@ def main(argv=None) -> int:
             per_cell = np.array(list(cells.violations(on_time, sizes).values()))
             gap = "–" if reference is None else stats.overall_difference(on_time.correct, reference, pictures).text(signed=True)
             reference = on_time.correct if reference is None else reference
-            rows.append((os.path.basename(path.rstrip("/")), settings.get("dataset", "digits"), str(value),
+            rows.append((os.path.basename(path.rstrip("/")), where.dataset, str(value),
                          stats.overall(on_time.correct, pictures).text(), gap, f"{100 * per_cell.mean():.2f}",
                          f"{100 * per_cell.max():.1f}", str(int((per_cell > 0.02).sum()))))
             print(" | ".join(rows[-1]), file=sys.stderr, flush=True)

@@ -69,17 +69,12 @@ def add_score_grids(paths, runs):
     """Serve each run's saved primary index ranked both ways (:data:`SCORE_GRIDS`) on the run's
     recorded held-out times, and add the grids to the run's."""
     import polydom
-    from polydom.demo import headline
     from polydom.demo.evaluation import serve_grid
-    from polydom.demo.job import load_run_held_out, with_scores
+    from polydom.demo.job import load_run_held_out, run_arguments, with_scores
 
     for path, (grids, sizes, _, y) in zip(paths, runs):
-        settings = (headline.read(path) or {}).get("settings") or {}
-        where = argparse.Namespace(out=path, dataset=settings.get("dataset", "digits"),
-                                   train_per_class=settings.get("train_per_class", 20),
-                                   held_out_per_class=settings.get("held_out_per_class", 50))
         try:
-            matrix, held_sizes, held_y, _ = load_run_held_out(where)
+            matrix, held_sizes, held_y, _ = load_run_held_out(run_arguments(path))
         except ValueError as error:
             sys.exit(f"seeds: {error}")
         if not (np.array_equal(held_y, y) and np.array_equal(held_sizes, sizes)):

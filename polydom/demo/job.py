@@ -6,6 +6,7 @@ command's options live in :mod:`polydom.cli.demo`.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import copy
 import os
@@ -23,7 +24,7 @@ from .settings import (
 )
 
 __all__ = ["run_demo", "with_tolerance", "with_scores", "with_speculation", "split_pictures", "load_split", "load_run_split",
-           "load_run_held_out", "run_seed", "add_run_arguments"]
+           "load_run_held_out", "run_arguments", "run_seed", "add_run_arguments"]
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
@@ -117,10 +118,12 @@ def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: in
 
 
 def load_run_split(args):
-    """:func:`load_split` for the run named by :func:`add_run_arguments`'s options, at the
-    demo's sides and with the run's seed (from its ``headline.json``; 0 for a run written before
-    seeds were recorded): ``(images, labels, train, test)``."""
-    return load_split(args.dataset, DEFAULT_SIDES, args.train_per_class, args.held_out_per_class, run_seed(args.out))
+    """:func:`load_split` for the run named by :func:`add_run_arguments`'s options, at the demo's
+    sides (or ``args.sides``, as :func:`run_arguments` gives them) and with the run's seed (from
+    its ``headline.json``; 0 for a run written before seeds were recorded):
+    ``(images, labels, train, test)``."""
+    sides = tuple(getattr(args, "sides", None) or DEFAULT_SIDES)
+    return load_split(args.dataset, sides, args.train_per_class, args.held_out_per_class, run_seed(args.out))
 
 
 def load_run_held_out(args):
@@ -137,19 +140,36 @@ def load_run_held_out(args):
     from polydom.featurizers import resolve_features
 
     images, labels, _, test = load_run_split(args)
-    matrix = extract_features([images[i] for i in test], resolve_features(DEFAULT_FEATURES), n_jobs=None,
+    features = resolve_features(tuple(getattr(args, "features", None) or DEFAULT_FEATURES))
+    matrix = extract_features([images[i] for i in test], features, n_jobs=None,
                               cache_dir=os.path.join(args.out, "cache", "features"))
     if not matrix.cached:
         raise ValueError(f"{args.out} holds no cached held-out features of this split; run the demo there first")
     sizes = np.array([images[i].shape[0] * images[i].shape[1] for i in test], dtype=float)
-    return matrix, sizes, labels[test], test // len(DEFAULT_SIDES)
+    return matrix, sizes, labels[test], test // len(getattr(args, "sides", None) or DEFAULT_SIDES)
+
+
+def run_arguments(out) -> argparse.Namespace:
+    """The options of :func:`add_run_arguments` as the finished run in ``out`` used them, with its
+    ``features`` and ``sides`` (from its ``headline.json``; the defaults for a run that recorded
+    none)."""
+    settings = _run_settings(out)
+    return argparse.Namespace(out=os.fspath(out), dataset=settings.get("dataset", "digits"),
+                              train_per_class=settings.get("train_per_class", 20),
+                              held_out_per_class=settings.get("held_out_per_class", 50),
+                              features=settings.get("features"), sides=settings.get("sides"))
 
 
 def run_seed(out) -> int:
     """The seed (``--seed``) of the finished demo run in ``out``."""
+    return int(_run_settings(out).get("random_state", 0))
+
+
+def _run_settings(out) -> dict:
+    """The settings the finished demo run in ``out`` recorded in its headline (empty if none)."""
     from . import headline
 
-    return int(((headline.read(out) or {}).get("settings") or {}).get("random_state", 0))
+    return (headline.read(out) or {}).get("settings") or {}
 
 
 def add_run_arguments(parser) -> None:

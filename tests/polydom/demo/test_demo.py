@@ -232,10 +232,19 @@ def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, 
                        polydom.demo.stats.picture_shares(grids0[settings.PRIMARY].correct, pictures0).mean(axis=1))
 
     seeds = runpy.run_path(str(repo_root / "benchmarks" / "seeds.py"))
-    assert seeds["main"]([str(demo_out), str(other), "--name", "quick", "--results", str(tmp_path)]) == 0
+    args = [str(demo_out), str(other), "--name", "quick", "--results", str(tmp_path), "--scores"]
+    assert seeds["main"](args) == 0
     pooled = (tmp_path / "seeds-quick.md").read_text()
-    for heading in ("## Against the other backends", "## Anytime serving, on time", "## Confidence cascade"):
+    for heading in ("## Against the other backends", "## Anytime serving, on time", "## Confidence cascade",
+                    "## Monotone against measured scores"):
         assert heading in pooled
+    # Served again on the run's recorded times, ranked as it was fitted (monotone), the primary
+    # answers item by item as the run did.
+    runs = seeds["load_runs"]([str(demo_out)])
+    seeds["add_score_grids"]([str(demo_out)], runs)
+    grids = runs[0][0]
+    assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].keys, grids[settings.PRIMARY].keys)
+    assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].correct, grids[settings.PRIMARY].correct)
     assert re.search(r"Pooled: PolyDom α=1 is within one standard error of the best of .* in \*\*\d+ of \d+\*\*", pooled)
 
 
