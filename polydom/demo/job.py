@@ -122,8 +122,12 @@ def load_run_split(args):
     sides (or ``args.sides``, as :func:`run_arguments` gives them) and with the run's seed (from
     its ``headline.json``; 0 for a run written before seeds were recorded):
     ``(images, labels, train, test)``."""
-    sides = tuple(getattr(args, "sides", None) or DEFAULT_SIDES)
-    return load_split(args.dataset, sides, args.train_per_class, args.held_out_per_class, run_seed(args.out))
+    return load_split(args.dataset, _run_sides(args), args.train_per_class, args.held_out_per_class, run_seed(args.out))
+
+
+def _run_sides(args) -> tuple:
+    """The sides a run rendered its pictures at: ``args.sides`` when given, else the demo's."""
+    return tuple(getattr(args, "sides", None) or DEFAULT_SIDES)
 
 
 def load_run_held_out(args):
@@ -146,7 +150,7 @@ def load_run_held_out(args):
     if not matrix.cached:
         raise ValueError(f"{args.out} holds no cached held-out features of this split; run the demo there first")
     sizes = np.array([images[i].shape[0] * images[i].shape[1] for i in test], dtype=float)
-    return matrix, sizes, labels[test], test // len(getattr(args, "sides", None) or DEFAULT_SIDES)
+    return matrix, sizes, labels[test], test // len(_run_sides(args))
 
 
 def run_arguments(out) -> argparse.Namespace:
