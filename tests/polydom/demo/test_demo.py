@@ -240,8 +240,9 @@ def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, 
         assert heading in pooled
     # Served again on the run's recorded times, ranked as it was fitted (monotone), the primary
     # answers item by item as the run did.
-    runs = seeds["load_runs"]([str(demo_out)])
-    seeds["add_score_grids"]([str(demo_out)], runs)
+    # (The run this test made: other tests may re-cost the shared run's index.)
+    runs = seeds["load_runs"]([str(other)])
+    seeds["add_score_grids"]([str(other)], runs)
     grids = runs[0][0]
     assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].keys, grids[settings.PRIMARY].keys)
     assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].correct, grids[settings.PRIMARY].correct)
