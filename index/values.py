@@ -99,7 +99,9 @@ class Choice(tuple):
     features : frozenset of str
         The feature set to compute.
     accuracy : float
-        Its accuracy, as the black box reported it.
+        The score the index ranks the set by: its accuracy as the black box reported it, or the
+        monotone fit of those accuracies (``scores="monotone"``; ``index.measured_scores`` keeps
+        the reported one).
     cost : float
         The set's cost at the query size (the sum of its features' cost curves there).
     key : int
