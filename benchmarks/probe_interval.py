@@ -26,22 +26,36 @@ import numpy as np
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
+def probe_values(text: str) -> list[int]:
+    """``--values``: two or more distinct positive whole numbers of walks, comma-separated."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas, got {text!r}") from None
+    if len(values) < 2 or min(values) < 1 or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected two or more distinct positive values, got {text!r}")
+    return values
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="finished `polydom demo --out DIR` directories")
-    parser.add_argument("--values", default="1024,256", help="forget_after values, the first the reference")
+    parser.add_argument("--values", type=probe_values, default="1024,256",
+                        help="forget_after values, the first the reference (default 1024,256)")
     parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
     args = parser.parse_args(argv)
-    values = [int(v) for v in args.values.split(",")]
-    if len(values) < 2 or min(values) < 1:
-        sys.exit("probe_interval: give two or more positive --values")
-    warnings.simplefilter("ignore")
+    values = args.values
+    for path in args.runs:
+        missing = [part for part in ("headline.json", "index") if not os.path.exists(os.path.join(path, part))]
+        if missing:
+            sys.exit(f"probe_interval: {path} is not a finished demo run (no {' or '.join(missing)})")
+    # The replays retrain nothing; the learners' and the cost fits' notes would only repeat the run's.
+    warnings.simplefilter("ignore", UserWarning)
 
     import polydom
     from polydom.demo import cells, stats
     from polydom.demo.evaluation import serve_grid
     from polydom.demo.job import load_run_held_out, run_arguments
-    from polydom.demo.settings import DEFAULT_BUDGETS
 
     started = time.perf_counter()
     rows = []
@@ -57,7 +71,7 @@ def main(argv=None) -> int:
             if clf.planner_.serving_guards is None:
                 sys.exit(f"probe_interval: {path}'s index learns no guards")
             clf.planner_.serving_guards.forget_after = value
-            on_time = serve_grid(clf, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS).on_time()
+            on_time = serve_grid(clf, matrix.X, matrix.seconds, sizes, y, where.budgets).on_time()
             per_cell = np.array(list(cells.violations(on_time, sizes).values()))
             gap = "–" if reference is None else stats.overall_difference(on_time.correct, reference, pictures).text(signed=True)
             reference = on_time.correct if reference is None else reference
@@ -70,7 +84,7 @@ def main(argv=None) -> int:
     table = "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
                       + ["| " + " | ".join(r) + " |" for r in rows])
     text = (f"# Probe interval of the serving guards\n\n`python -P benchmarks/probe_interval.py "
-            f"{' '.join(os.path.basename(p.rstrip('/')) for p in args.runs)} --values {args.values}` "
+            f"{' '.join(os.path.basename(p.rstrip('/')) for p in args.runs)} --values {','.join(map(str, values))}` "
             f"({time.perf_counter() - started:.0f} s): each run's PolyDom α=1 index served on its recorded held-out "
             "times once per value, guards learned from scratch in the demo's order; ± one standard error over "
             "pictures, differences paired.\n\n" + table + "\n")

@@ -43,9 +43,9 @@ recorded. (The walk counter is read and raised without the lock: a lost incremen
 contention only delays a probe.) Two slow calls among a window's first hundred are enough to set
 a guard at the second of them (the cap above stops only one), so the probe comes after 256
 walks: replayed on ten demo runs (``benchmarks/probe_interval.py``), probing after 256 rather
-than 1024 walks gave back up to 0.027 of on-time accuracy over cells in the run whose recorded
-times held such a pair, took none anywhere, and raised the worst cell's late answers by at most
-0.4 points (in a run timed beside other work, 2.2% to 2.6%, and from 1 to 3 cells above 2%).
+than 1024 walks changed on-time accuracy over cells by +0.000 to +0.027 per run (the most in the
+run whose recorded times held such a pair), lowered it in none, and raised the worst cell's late
+answers by at most 0.4 points (in one run from 2.2% to 2.6%, with cells above 2% from 1 to 3).
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or

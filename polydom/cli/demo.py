@@ -13,17 +13,14 @@ import tempfile
 
 from polydom.demo.job import run_demo
 from polydom.demo.settings import (
-    DEFAULT_FEATURES, DEFAULT_SIDES, QUICK_FEATURES, QUICK_SIDES, QUICK_TIMING_SIDES, TIMING_SIDES,
+    DEFAULT_FEATURES, DEFAULT_PICTURES, DEFAULT_SIDES, QUICK_FEATURES, QUICK_PICTURES, QUICK_SIDES, QUICK_TIMING_SIDES,
+    TIMING_SIDES,
 )
 
 from . import UsageError
 from .text import comma_separated_ints
 
 __all__ = ["configure", "run"]
-
-#: (training, held-out) pictures per class; each picture is rendered at every side.
-DEFAULT_PICTURES = (20, 50)
-QUICK_PICTURES = (4, 3)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .settings import (
-    BACKENDS, BASE_PARAMS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, SPECULATIVE, PLAIN,
-    PRIMARY, REAL_PASS_BUDGETS, SERVING, TIES, TIMING_SIDES,
+    BACKENDS, BASE_PARAMS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_PICTURES, DEFAULT_SIDES,
+    SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS, SERVING, TIES, TIMING_SIDES,
 )
 
 __all__ = ["run_demo", "with_tolerance", "with_scores", "with_speculation", "split_pictures", "load_split", "load_run_split",
@@ -155,13 +155,14 @@ def load_run_held_out(args):
 
 def run_arguments(out) -> argparse.Namespace:
     """The options of :func:`add_run_arguments` as the finished run in ``out`` used them, with its
-    ``features`` and ``sides`` (from its ``headline.json``; the defaults for a run that recorded
-    none)."""
+    ``features``, ``sides`` and ``budgets`` (from its ``headline.json``; the demo's defaults for a
+    run that recorded none)."""
     settings = _run_settings(out)
     return argparse.Namespace(out=os.fspath(out), dataset=settings.get("dataset", "digits"),
-                              train_per_class=settings.get("train_per_class", 20),
-                              held_out_per_class=settings.get("held_out_per_class", 50),
-                              features=settings.get("features"), sides=settings.get("sides"))
+                              train_per_class=settings.get("train_per_class", DEFAULT_PICTURES[0]),
+                              held_out_per_class=settings.get("held_out_per_class", DEFAULT_PICTURES[1]),
+                              features=settings.get("features"), sides=settings.get("sides"),
+                              budgets=tuple(settings.get("budgets") or DEFAULT_BUDGETS))
 
 
 def run_seed(out) -> int:
@@ -182,8 +183,10 @@ def add_run_arguments(parser) -> None:
     :func:`load_run_split`."""
     parser.add_argument("--out", required=True, help="a finished `polydom demo --out` directory")
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
-    parser.add_argument("--train-per-class", type=int, default=20, help="as the demo run used (default 20)")
-    parser.add_argument("--held-out-per-class", type=int, default=50, help="as the demo run used (default 50)")
+    parser.add_argument("--train-per-class", type=int, default=DEFAULT_PICTURES[0],
+                        help=f"as the demo run used (default {DEFAULT_PICTURES[0]})")
+    parser.add_argument("--held-out-per-class", type=int, default=DEFAULT_PICTURES[1],
+                        help=f"as the demo run used (default {DEFAULT_PICTURES[1]})")
 
 
 @contextlib.contextmanager
@@ -221,8 +224,8 @@ def run_demo(
     out,
     *,
     features: Sequence[str] = DEFAULT_FEATURES,
-    train_per_class: int = 20,
-    held_out_per_class: int = 50,
+    train_per_class: int = DEFAULT_PICTURES[0],
+    held_out_per_class: int = DEFAULT_PICTURES[1],
     sides: Sequence[int] = DEFAULT_SIDES,
     cv: int = 3,
     cv_repeats: int = 1,

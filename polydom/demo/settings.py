@@ -16,6 +16,9 @@ QUICK_FEATURES = ("intensity_hist", "thumbnail", "edge_density", "hog")
 #: apart and cross (a fixed-overhead feature against one quadratic in the side).
 DEFAULT_SIDES = (28, 50, 89, 158, 280)
 QUICK_SIDES = (28, 89, 280)
+#: (training, held-out) pictures per class; each picture is rendered at every side.
+DEFAULT_PICTURES = (20, 50)
+QUICK_PICTURES = (4, 3)
 #: Sides the features are timed at: the served range with points between.
 TIMING_SIDES = (28, 40, 56, 80, 112, 158, 220, 280)
 QUICK_TIMING_SIDES = (28, 56, 112, 200, 280)

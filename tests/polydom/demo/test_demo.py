@@ -246,6 +246,17 @@ def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, 
     grids = runs[0][0]
     assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].keys, grids[settings.PRIMARY].keys)
     assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].correct, grids[settings.PRIMARY].correct)
+
+    # The probe-interval replay: one row per value, the reference's gap a dash, bad values refused.
+    probe = runpy.run_path(str(repo_root / "benchmarks" / "probe_interval.py"))
+    assert probe["main"]([str(other), "--values", "1024,64", "--results", str(tmp_path)]) == 0
+    rows = [line for line in (tmp_path / "probe-interval.md").read_text().splitlines() if line.startswith("| seed1 |")]
+    assert [r.split(" | ")[2] for r in rows] == ["1024", "64"] and rows[0].split(" | ")[4] == "–"
+    for bad in ("1024", "256,256", "abc,1"):
+        with pytest.raises(SystemExit):
+            probe["main"]([str(other), "--values", bad, "--results", str(tmp_path)])
+    with pytest.raises(SystemExit, match="not a finished demo run"):
+        probe["main"]([str(tmp_path / "nowhere"), "--results", str(tmp_path)])
     assert re.search(r"Pooled: PolyDom α=1 is within one standard error of the best of .* in \*\*\d+ of \d+\*\*", pooled)
 
 
