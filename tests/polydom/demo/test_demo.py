@@ -257,6 +257,12 @@ def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, 
             probe["main"]([str(other), "--values", bad, "--results", str(tmp_path)])
     with pytest.raises(SystemExit, match="not a finished demo run"):
         probe["main"]([str(tmp_path / "nowhere"), "--results", str(tmp_path)])
+
+    # Lookup speed both ways: the same run swept again, both rankings reported.
+    speed = runpy.run_path(str(repo_root / "benchmarks" / "lookup_scores.py"))
+    assert speed["main"]([str(other), "--queries", "50", "--passes", "2", "--results", str(tmp_path)]) == 0
+    report = (tmp_path / "lookup-scores.md").read_text()
+    assert "| measured |" in report and "| monotone |" in report and "lookup ×" in report
     assert re.search(r"Pooled: PolyDom α=1 is within one standard error of the best of .* in \*\*\d+ of \d+\*\*", pooled)
 
 
