@@ -16,9 +16,8 @@ measurable difference) and a pooled superset ranks just above its subsets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
