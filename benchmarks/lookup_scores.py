@@ -48,6 +48,7 @@ def main(argv=None) -> int:
 
     import polydom
     from polydom.demo.job import run_arguments, with_scores
+    from polydom.demo.markdown import table
 
     clf = polydom.CostSensitiveClassifier.load(os.path.join(args.run, "index"))
     where = run_arguments(args.run)
@@ -75,11 +76,9 @@ def main(argv=None) -> int:
              for k in ("lookup", "lookup_many")}
     header = ("ranking", "candidates", "ranges", "skyline entries", "lookup µs/query, median (range)",
               "lookup_many µs/query, median (range)")
-    table = "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                      + ["| " + " | ".join(r) + " |" for r in rows])
     text = (f"# Lookup speed by ranking\n\n`python -P benchmarks/lookup_scores.py {os.path.basename(args.run.rstrip('/'))}`: "
             f"{args.queries} random queries of the run's grid, best of 3 per pass, {args.passes} passes per index "
-            "alternating in one process.\n\n" + table + "\n\n"
+            "alternating in one process.\n\n" + table(header, rows) + "\n\n"
             f"Monotone over measured, median of the paired passes: lookup ×{ratio['lookup']:.2f}, "
             f"lookup_many ×{ratio['lookup_many']:.2f}.\n")
     print(text)

@@ -56,6 +56,7 @@ def main(argv=None) -> int:
     from polydom.demo import cells, stats
     from polydom.demo.evaluation import serve_grid
     from polydom.demo.job import load_run_held_out, run_arguments
+    from polydom.demo.markdown import table
 
     started = time.perf_counter()
     rows = []
@@ -81,13 +82,11 @@ def main(argv=None) -> int:
             print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     header = ("run", "data", "forget_after", "on-time accuracy over cells", f"minus forget_after={values[0]}",
               "late answers, mean over cells (%)", "worst cell (%)", "cells above 2%")
-    table = "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                      + ["| " + " | ".join(r) + " |" for r in rows])
     text = (f"# Probe interval of the serving guards\n\n`python -P benchmarks/probe_interval.py "
             f"{' '.join(os.path.basename(p.rstrip('/')) for p in args.runs)} --values {','.join(map(str, values))}` "
             f"({time.perf_counter() - started:.0f} s): each run's PolyDom α=1 index served on its recorded held-out "
             "times once per value, guards learned from scratch in the demo's order; ± one standard error over "
-            "pictures, differences paired.\n\n" + table + "\n")
+            "pictures, differences paired.\n\n" + table(header, rows) + "\n")
     print(text)
     os.makedirs(args.results, exist_ok=True)
     with open(os.path.join(args.results, "probe-interval.md"), "w", encoding="utf-8") as fh:

@@ -14,7 +14,7 @@ from .anytime import chain_order, chain_prefixes
 from .costcurve import CostCurve
 from .skyline import PolyDomIndex
 
-__all__ = ["SCORE_MODES", "build_polydom", "explore_with_tolerance", "index_from_expanded", "rank_scores",
+__all__ = ["SCORE_MODES", "build_polydom", "check_scores", "explore_with_tolerance", "index_from_expanded", "rank_scores",
            "train_prefix_chains"]
 
 #: How the index ranks trained sets: by the black box's scores as measured, or by their monotone
@@ -62,6 +62,12 @@ def explore_with_tolerance(space: FeatureSpace, lattice_cache: ExpansionCache, a
         tolerance = observed
 
 
+def check_scores(scores) -> None:
+    """``ValueError`` unless ``scores`` is one of :data:`SCORE_MODES`."""
+    if scores not in SCORE_MODES:
+        raise ValueError(f"scores must be one of {SCORE_MODES}, got {scores!r}")
+
+
 def rank_scores(measured: Mapping[int, float], std_error: Mapping[int, float], scores: str) -> tuple[dict, dict, dict]:
     """What an index ranks the trained sets ``measured`` (mask -> score) by, for ``scores`` in
     :data:`SCORE_MODES`.
@@ -74,8 +80,7 @@ def rank_scores(measured: Mapping[int, float], std_error: Mapping[int, float], s
         largest rise and fall and how many sets moved by more than rounding -- empty for
         ``"measured"``.
     """
-    if scores not in SCORE_MODES:
-        raise ValueError(f"scores must be one of {SCORE_MODES}, got {scores!r}")
+    check_scores(scores)
     if scores == "measured":
         return dict(measured), {}, {}
     ranked = monotone_scores(measured, std_error)
@@ -177,7 +182,7 @@ def build_polydom(
     started : float, optional
         ``time.perf_counter()`` when the caller started, for ``stats["build_seconds"]``.
     """
-    rank_scores({}, {}, scores)  # an unknown mode fails before anything is trained
+    check_scores(scores)  # an unknown mode fails before anything is trained
     started = time.perf_counter() if started is None else started
     lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
     trained_before = recorder.calls
@@ -195,11 +200,16 @@ def build_polydom(
     )
     trained = dict(exploration.accuracy)
 
+    fitted: dict = {}  # the last ranking and what it was ranked from
+
     def index_of(trained, chains=None):
         std_error = {m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in trained}
         # Ranked afresh whenever the trained sets or their scores change (rescored finalists,
-        # prefixes), so the index always ranks by the fit of everything measured so far.
-        ranked, measured, fit_stats = rank_scores(trained, std_error, scores)
+        # prefixes), so the index always ranks by the fit of everything measured so far; the
+        # final index over the same sets reuses the last fit.
+        if fitted.get("from") != (trained, std_error):
+            fitted.update({"from": (dict(trained), std_error), "ranking": rank_scores(trained, std_error, scores)})
+        ranked, measured, fit_stats = fitted["ranking"]
         stats.update(fit_stats)
         return PolyDomIndex.from_trained(
             space, curves, ranked, domain=domain, candidate_alpha=candidate_alpha,
