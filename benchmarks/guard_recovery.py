@@ -12,7 +12,7 @@ answers over budget, and the share that computed no feature.
 
 Run from the project root (quiet machine; takes a few minutes)::
 
-    python benchmarks/guard_recovery.py --out RUN [--dataset fashion-mnist] [--budget 0.001] [--report benchmarks/results/guard-recovery-digits.md]
+    python benchmarks/guard_recovery.py --out RUN [--budget 0.001] [--report benchmarks/results/guard-recovery-digits.md]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_run_split
+from polydom.demo.job import add_run_arguments, load_run_split, run_arguments
 from polydom.demo.stats import mean_se
 from polydom.index.servingguards import ServingGuards
 
@@ -43,6 +43,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
+    dataset = run_arguments(args.out).dataset
     warnings.simplefilter("ignore")
     images, labels, _, test = load_run_split(args)
     rng = np.random.default_rng(args.seed)
@@ -81,7 +82,7 @@ def main(argv=None) -> None:
         (f"{after}, requests {k * third + 1}-{(k + 1) * third}", args.spell + k * third, args.spell + (k + 1) * third)
         for k in range(3)]
     lines = [
-        f"# Guards after a slow spell ({args.dataset}, {args.budget * 1e3:g} ms per image)",
+        f"# Guards after a slow spell ({dataset}, {args.budget * 1e3:g} ms per image)",
         "",
         f"{args.spell} requests with a busy process on each of {os.cpu_count()} cores, then {args.after}"
         f" {'with the busy processes still running' if args.busy_throughout else 'on the quiet machine'}; held-out images drawn with replacement (seed {args.seed}), each served by both"

@@ -18,7 +18,7 @@ Usage::
     polydom demo --out build/demo
     python -P benchmarks/serving_guards.py --out build/demo
     polydom demo --dataset fashion-mnist --out build/demo-fashion
-    python -P benchmarks/serving_guards.py --out build/demo-fashion --dataset fashion-mnist
+    python -P benchmarks/serving_guards.py --out build/demo-fashion
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def main(argv=None) -> int:
-    from polydom.demo.job import add_run_arguments, load_run_held_out
+    from polydom.demo.job import add_run_arguments, load_run_held_out, run_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_run_arguments(parser)
     args = parser.parse_args(argv)
+    dataset = run_arguments(args.out).dataset
     warnings.simplefilter("ignore")
 
     import polydom
@@ -78,10 +79,10 @@ def main(argv=None) -> int:
     table = "\n".join(lines)
     print(table)
     os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, f"serving-guards-{args.dataset}.md")
+    path = os.path.join(RESULTS, f"serving-guards-{dataset}.md")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(f"# Guards learned while serving ({args.dataset})\n\n"
-                f"`python -P benchmarks/serving_guards.py --out OUT --dataset {args.dataset}` on a demo run's saved "
+        f.write(f"# Guards learned while serving ({dataset})\n\n"
+                f"`python -P benchmarks/serving_guards.py --out OUT` ({dataset}) on a demo run's saved "
                 f"index and held-out times ({len(y)} images, {len(DEFAULT_BUDGETS)} budgets); accuracies ± one "
                 "standard error over pictures, differences paired. On time: an answer whose measured extraction "
                 "time exceeded its budget counts as wrong.\n\n" + table + "\n")

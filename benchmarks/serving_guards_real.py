@@ -12,7 +12,7 @@ prints the share of answers over budget, of answers that computed no feature, on
 
 Run from the project root (quiet machine)::
 
-    python benchmarks/serving_guards_real.py --out RUN [--dataset fashion-mnist] --against REV [--report benchmarks/results/serving-guards-real-digits.md]
+    python benchmarks/serving_guards_real.py --out RUN --against REV [--report benchmarks/results/serving-guards-real-digits.md]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_run_split
+from polydom.demo.job import add_run_arguments, load_run_split, run_arguments
 from polydom.demo.stats import mean_se
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
@@ -42,12 +42,13 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
+    dataset = run_arguments(args.out).dataset
     warnings.simplefilter("ignore")
     revision = short_name(args.against)
     other = module_at(revision, "index/servingguards.py")
     images, labels, _, test = load_run_split(args)
     lines = [
-        f"# Serving guards served for real: working tree against {revision} ({args.dataset})",
+        f"# Serving guards served for real: working tree against {revision} ({dataset})",
         "",
         f"{args.images} held-out images per seed, each served by both classifiers (fresh per seed, learning from"
         " scratch), budgets in turn; late = measured extraction time over budget; accuracies on time, ± one"

@@ -19,7 +19,7 @@ Each pick is judged on the held-out images of that size; differences are paired 
 fold predicts its held-out deviation (correlation across the 256 sets).
 
     polydom demo --out OUT [--dataset fashion-mnist]
-    python -P benchmarks/size_scores.py --out OUT [--dataset fashion-mnist]
+    python -P benchmarks/size_scores.py --out OUT
 
 Writes ``benchmarks/results/size-scores-DATASET.md``. Several minutes per data set on two cores
 (all 256 sets are trained, and each set's out-of-fold probabilities once more).
@@ -39,16 +39,20 @@ import numpy as np
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
-def per_item(out: str, dataset: str, train_per_class: int, held_out_per_class: int):
+def per_item(args):
     """Every subset's out-of-fold correctness on the training images, held-out correctness, CV score."""
     import polydom
-    from polydom.demo.job import load_split
+    from polydom.demo.job import load_run_split, run_arguments
     from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
     from polydom.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.precomputed import fit_features
 
-    images, labels, train, test = load_split(dataset, DEFAULT_SIDES, train_per_class, held_out_per_class, 0)
+    out = args.out
+    run = run_arguments(out)
+    if tuple(run.sides or DEFAULT_SIDES) != tuple(DEFAULT_SIDES) or tuple(run.features or DEFAULT_FEATURES) != tuple(DEFAULT_FEATURES):
+        sys.exit(f"size_scores: {out} is not a run of the demo's sides and features")
+    images, labels, train, test = load_run_split(args)
     features = resolve_features(DEFAULT_FEATURES)
     cache = os.path.join(out, "cache", "features")
     train_matrix = extract_features([images[i] for i in train], features, n_jobs=None, cache_dir=cache)
@@ -132,7 +136,7 @@ def judge(d: dict, scores: dict, budgets) -> list[str]:
 
 
 def main(argv=None) -> int:
-    from polydom.demo.job import add_run_arguments
+    from polydom.demo.job import add_run_arguments, run_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_run_arguments(parser)
@@ -141,7 +145,8 @@ def main(argv=None) -> int:
     from polydom.demo.settings import DEFAULT_BUDGETS
 
     started = time.perf_counter()
-    d = per_item(args.out, args.dataset, args.train_per_class, args.held_out_per_class)
+    dataset = run_arguments(args.out).dataset
+    d = per_item(args)
     scores, deviation_lines = rules(d)
     table = ["| rule | mean held-out accuracy over cells | minus overall | cells > 1 SE better | cells > 1 SE worse |",
              "|---|---|---|---|---|"] + judge(d, scores, DEFAULT_BUDGETS)
@@ -151,10 +156,10 @@ def main(argv=None) -> int:
     print(text)
     wall = time.perf_counter() - started
     os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, f"size-scores-{args.dataset}.md")
+    path = os.path.join(RESULTS, f"size-scores-{dataset}.md")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(f"# Per-size scores against one score per set ({args.dataset})\n\n"
-                f"`python -P benchmarks/size_scores.py --out OUT --dataset {args.dataset}` on a demo run "
+        f.write(f"# Per-size scores against one score per set ({dataset})\n\n"
+                f"`python -P benchmarks/size_scores.py --out OUT` ({dataset}) on a demo run "
                 f"({wall:.0f} s): all {len(d['subsets'])} subsets trained, the affordable set of each of the "
                 f"{len(d['sizes']) * len(DEFAULT_BUDGETS)} cells picked by each rule from predicted costs and "
                 f"judged on that size's held-out images ({len(d['pictures'])} images, one per picture per size); "

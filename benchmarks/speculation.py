@@ -11,7 +11,7 @@ standard error, and how often a feature was tried past its guard and abandoned.
 
 Run from the project root (quiet machine)::
 
-    python benchmarks/speculation.py --out RUN [--dataset fashion-mnist] [--images 300] [--report benchmarks/results/speculation-digits.md]
+    python benchmarks/speculation.py --out RUN [--images 300] [--report benchmarks/results/speculation-digits.md]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_run_split
+from polydom.demo.job import add_run_arguments, load_run_split, run_arguments
 from polydom.demo.stats import mean_se
 
 
@@ -34,13 +34,14 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--report", default=None, help="also write the lines printed to this Markdown file")
     args = parser.parse_args(argv)
+    dataset = run_arguments(args.out).dataset
     warnings.simplefilter("ignore")
     images, labels, _, test = load_run_split(args)
     rng = np.random.default_rng(args.seed)
     pick = rng.choice(test, min(args.images, len(test)), replace=False)
     served = {flag: polydom.CostSensitiveClassifier.load(f"{args.out}/index").set_params(speculate=flag)
               for flag in (True, False)}
-    lines = [f"{len(pick)} held-out images of {args.dataset}, each served with and without speculate"]
+    lines = [f"{len(pick)} held-out images of {dataset}, each served with and without speculate"]
     print(lines[0])
     for budget in args.budgets:
         rows = {True: [], False: []}

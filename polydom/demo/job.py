@@ -118,11 +118,19 @@ def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: in
 
 
 def load_run_split(args):
-    """:func:`load_split` for the run named by :func:`add_run_arguments`'s options, at the demo's
-    sides (or ``args.sides``, as :func:`run_arguments` gives them) and with the run's seed (from
-    its ``headline.json``; 0 for a run written before seeds were recorded):
-    ``(images, labels, train, test)``."""
-    return load_split(args.dataset, _run_sides(args), args.train_per_class, args.held_out_per_class, run_seed(args.out))
+    """:func:`load_split` for the finished run in ``args.out``, with the dataset, per-class counts,
+    sides and seed it recorded (:func:`run_arguments`): ``(images, labels, train, test)``.
+
+    Raises
+    ------
+    ValueError
+        ``args.dataset`` is given and is not the run's dataset.
+    """
+    run = run_arguments(args.out)
+    asked = getattr(args, "dataset", None)
+    if asked is not None and asked != run.dataset:
+        raise ValueError(f"{args.out} is a {run.dataset} run, not {asked}")
+    return load_split(run.dataset, _run_sides(run), run.train_per_class, run.held_out_per_class, run_seed(run.out))
 
 
 def _run_sides(args) -> tuple:
@@ -131,7 +139,7 @@ def _run_sides(args) -> tuple:
 
 
 def load_run_held_out(args):
-    """The held-out images of the run named by :func:`add_run_arguments`'s options, as it measured
+    """The held-out images of the finished run in ``args.out``, as it measured
     them (its feature cache): ``(matrix, sizes, labels, pictures)``, with every feature's
     recorded time per image in ``matrix.seconds``.
 
@@ -144,13 +152,14 @@ def load_run_held_out(args):
     from polydom.featurizers import resolve_features
 
     images, labels, _, test = load_run_split(args)
-    features = resolve_features(tuple(getattr(args, "features", None) or DEFAULT_FEATURES))
+    run = run_arguments(args.out)
+    features = resolve_features(tuple(run.features or DEFAULT_FEATURES))
     matrix = extract_features([images[i] for i in test], features, n_jobs=None,
-                              cache_dir=os.path.join(args.out, "cache", "features"))
+                              cache_dir=os.path.join(run.out, "cache", "features"))
     if not matrix.cached:
-        raise ValueError(f"{args.out} holds no cached held-out features of this split; run the demo there first")
+        raise ValueError(f"{run.out} holds no cached held-out features of this split; run the demo there first")
     sizes = np.array([images[i].shape[0] * images[i].shape[1] for i in test], dtype=float)
-    return matrix, sizes, labels[test], test // len(_run_sides(args))
+    return matrix, sizes, labels[test], test // len(_run_sides(run))
 
 
 def run_arguments(out) -> argparse.Namespace:
@@ -178,15 +187,22 @@ def _run_settings(out) -> dict:
 
 
 def add_run_arguments(parser) -> None:
-    """The options of a benchmark that judges a finished demo run: ``--out`` (the run's
-    directory), ``--dataset`` and the split's per-class counts (as the run used them), for
-    :func:`load_run_split`."""
-    parser.add_argument("--out", required=True, help="a finished `polydom demo --out` directory")
-    parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
-    parser.add_argument("--train-per-class", type=int, default=DEFAULT_PICTURES[0],
-                        help=f"as the demo run used (default {DEFAULT_PICTURES[0]})")
-    parser.add_argument("--held-out-per-class", type=int, default=DEFAULT_PICTURES[1],
-                        help=f"as the demo run used (default {DEFAULT_PICTURES[1]})")
+    """The option of a benchmark that judges a finished demo run: ``--out``, the run's directory.
+    Everything else about the run (dataset, split, sides, seed, budgets) comes from the settings
+    it recorded (:func:`run_arguments`), so that a benchmark cannot rebuild another split than
+    the one the run measured."""
+    parser.add_argument("--out", required=True, type=_finished_run, help="a finished `polydom demo --out` directory")
+    parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default=None,
+                        help="optional: refused unless it is the run's own dataset")
+
+
+def _finished_run(out: str) -> str:
+    """``out`` when it holds a finished demo run (its ``headline.json``), else a usage error."""
+    from . import headline
+
+    if headline.read(out) is None:
+        raise argparse.ArgumentTypeError(f"{out} holds no finished demo run (no headline); run `polydom demo --out {out}` first")
+    return out
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """``polydom demo`` (quick mode), ``polydom recost``, and the examples, run as a user would."""
 
+import argparse
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import pytest
 import polydom
 from polydom.cli import main
 from polydom.demo import job, settings
+from polydom.demo.job import add_run_arguments, load_run_split
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +232,17 @@ def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, 
     headline = json.loads((demo_out / "headline.json").read_text())["backends"][settings.PRIMARY]
     assert np.allclose([v for v, _ in headline["by_budget"]],
                        polydom.demo.stats.picture_shares(grids0[settings.PRIMARY].correct, pictures0).mean(axis=1))
+
+    # A benchmark judging the run rebuilds the split it measured from its headline alone (seed 1,
+    # the quick counts), refuses another dataset, and refuses a directory that holds no run.
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    _, labels, _, test = load_run_split(parser.parse_args(["--out", str(other)]))
+    assert np.array_equal(labels[test], y1)
+    with pytest.raises(ValueError, match="is a digits run, not fashion-mnist"):
+        load_run_split(parser.parse_args(["--out", str(other), "--dataset", "fashion-mnist"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--out", str(tmp_path / "nowhere")])
 
     seeds = runpy.run_path(str(repo_root / "benchmarks" / "seeds.py"))
     args = [str(demo_out), str(other), "--name", "quick", "--results", str(tmp_path), "--scores"]
