@@ -80,9 +80,10 @@ def build_greedy(
         prefixes=len(prefixes),
         lambdas=len(grid),
     )
+    std_error = {m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in expansion.accuracy}
     index = GreedyIndex(
         space, curves, domain, n0=n0, lambdas=grid, sequences=expansion.sequences,
-        accuracy=expansion.accuracy, models=models, stats=stats, params=params, backend=backend,
+        accuracy=expansion.accuracy, models=models, stats=stats, params=params, backend=backend, std_error=std_error,
     )
     index.stats["index_entries"] = len(index.skyline)
     index.stats["build_seconds"] = time.perf_counter() - t0

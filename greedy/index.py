@@ -13,6 +13,7 @@ Invariants (checked by :meth:`GreedyIndex.check_invariants`):
 
 from __future__ import annotations
 
+import math
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
@@ -93,6 +94,7 @@ class GreedyIndex(CostSensitiveIndex):
         stats: Mapping[str, Any] | None = None,
         params: Mapping[str, Any] | None = None,
         backend: str = "greedy",
+        std_error: Mapping[int, float] | None = None,
     ):
         self.space = space
         self.costs = tuple(costs)
@@ -101,6 +103,7 @@ class GreedyIndex(CostSensitiveIndex):
         self.lambdas = tuple(float(lam) for lam in lambdas)
         self.sequences = tuple(tuple(int(f) for f in s) for s in sequences)
         self.accuracy = {int(m): float(a) for m, a in accuracy.items()}
+        self.std_error = {int(m): float(v) for m, v in (std_error or {}).items()}
         self.models = models if models is not None else {}
         self.stats = dict(stats or {})
         self.params = dict(params or {})
@@ -123,7 +126,8 @@ class GreedyIndex(CostSensitiveIndex):
         self._seq_names = [tuple(names[f] for f in s) for s in distinct]
         self._seq_horner = [tuple(horner[f] for f in s) for s in distinct]
         self._seq_prefix = [
-            [(self.space.frozenset(m), self.accuracy[m], m) for m in prefix_masks(s)] for s in distinct
+            [(self.space.frozenset(m), self.accuracy[m], m, self.std_error.get(m)) for m in prefix_masks(s)]
+            for s in distinct
         ]
         self._sky_cost = [e.cost for e in self.skyline]
         self._sky_seq = [seq_id[e.lam] for e in self.skyline]
@@ -132,8 +136,8 @@ class GreedyIndex(CostSensitiveIndex):
         width = max(len(c.coefficients) for c in self.costs)
         self._feature_horner = np.array([c.padded(width)[::-1] for c in self.costs])
         self._order = np.array(distinct, dtype=np.int64).reshape(len(distinct), len(self.space))
-        self._prefix_key = np.array([[m for _, _, m in p] for p in self._seq_prefix], dtype=np.int64)
-        self._prefix_acc = np.array([[a for _, a, _ in p] for p in self._seq_prefix], dtype=np.float64)
+        self._prefix_key = np.array([[m for _, _, m, _ in p] for p in self._seq_prefix], dtype=np.int64)
+        self._prefix_acc = np.array([[a for _, a, _, _ in p] for p in self._seq_prefix], dtype=np.float64)
         self._sky_cost_arr = np.array(self._sky_cost, dtype=np.float64)
         self._sky_seq_arr = np.array(self._sky_seq, dtype=np.int64)
         # Each serving path reads this snapshot once, so a refresh that swaps it is atomic for
@@ -141,7 +145,7 @@ class GreedyIndex(CostSensitiveIndex):
         serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models)
         batch = (
             self.domain, self._sky_cost_arr, self._sky_seq_arr, self._feature_horner, self._order,
-            self._prefix_key, self._prefix_acc, self.space, self.models,
+            self._prefix_key, self._prefix_acc, self.space, self.models, self.std_error,
         )
         self._snapshot = (self.measured_range(), serve, batch)
 
@@ -178,8 +182,8 @@ class GreedyIndex(CostSensitiveIndex):
         # j < 0 cannot happen for a valid budget (the first entry costs 0); kept as the spec's rule.
         sid = sky_seq[j if j > 0 else 0]
         length, spent = walk_predicted(seq_horner[sid], size, budget)
-        features, accuracy, key = seq_prefix[sid][length]
-        return Choice(features, accuracy, spent, key, models)
+        features, accuracy, key, std_error = seq_prefix[sid][length]
+        return Choice(features, accuracy, spent, key, models, std_error)
 
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
         """Every prefix of every sequence at ``size`` as ``(masks, costs, accuracies)``, cost ascending."""
@@ -199,7 +203,7 @@ class GreedyIndex(CostSensitiveIndex):
         return type(self)(
             self.space, self._curves_for(costs), self.domain, n0=self.n0, lambdas=self.lambdas,
             sequences=self.sequences, accuracy=self.accuracy, models=self.models, stats=self.stats,
-            params=self.params, backend=self.backend,
+            params=self.params, backend=self.backend, std_error=self.std_error,
         )
 
     def _summary_details(self) -> dict:
@@ -271,8 +275,8 @@ class GreedyIndex(CostSensitiveIndex):
 
         length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock, walk_guards,
                                         observe)
-        features, accuracy, key = seq_prefix[sid][length]
-        return Choice(features, accuracy, float(elapsed), key, models)
+        features, accuracy, key, std_error = seq_prefix[sid][length]
+        return Choice(features, accuracy, float(elapsed), key, models, std_error)
 
     #: The paper's name for :meth:`select` on Greedy.
     anytime = select
@@ -290,7 +294,8 @@ class GreedyIndex(CostSensitiveIndex):
         Batch
             ``batch[i] == lookup(sizes[i], budgets[i])``, bit for bit.
         """
-        domain, sky_cost_arr, sky_seq_arr, feature_horner, order, prefix_key, prefix_acc, space, models = self._snapshot[2]
+        (domain, sky_cost_arr, sky_seq_arr, feature_horner, order, prefix_key, prefix_acc, space, models,
+         std_errors) = self._snapshot[2]
         n, c = check_queries(sizes, budgets, domain)
         entry = np.maximum(np.searchsorted(sky_cost_arr, c, side="right") - 1, 0)
         sid = sky_seq_arr[entry]
@@ -303,7 +308,7 @@ class GreedyIndex(CostSensitiveIndex):
         over = spent > c[:, None]
         length = np.where(over.any(axis=1), over.argmax(axis=1), len(space))
         cost = np.where(length > 0, spent[np.arange(len(n)), np.maximum(length - 1, 0)], 0.0)
-        return Batch(prefix_key[sid, length], prefix_acc[sid, length], cost, space, models)
+        return Batch(prefix_key[sid, length], prefix_acc[sid, length], cost, space, models, std_errors)
 
     # ------------------------------------------------------------------ state
 
@@ -311,7 +316,8 @@ class GreedyIndex(CostSensitiveIndex):
         """Everything needed to rebuild this index, as JSON-able metadata and flat arrays.
 
         ``arrays``: ``lambdas`` (float64, ``inf`` kept), ``sequences`` (int64, ``len(lambdas)``
-        rows of ``len(features)`` concatenated), ``trained_masks`` / ``trained_accuracy``. The
+        rows of ``len(features)`` concatenated), ``trained_masks`` / ``trained_accuracy`` /
+        ``trained_std_error`` (NaN for a set without one; absent in indexes stored before). The
         skyline is derived from these and ``n0``, so it is not stored.
         """
         meta = self.state_header()
@@ -321,6 +327,7 @@ class GreedyIndex(CostSensitiveIndex):
             "sequences": np.array([f for s in self.sequences for f in s], dtype=np.int64),
             "trained_masks": np.array(list(self.accuracy), dtype=np.int64),
             "trained_accuracy": np.array(list(self.accuracy.values()), dtype=np.float64),
+            "trained_std_error": np.array([self.std_error.get(m, math.nan) for m in self.accuracy], dtype=np.float64),
         }
         return IndexState(meta, arrays, self.models)
 
@@ -334,10 +341,15 @@ class GreedyIndex(CostSensitiveIndex):
         width = len(space)
         sequences = [flat[i : i + width] for i in range(0, len(flat), width)]
         accuracy = dict(zip(arrays["trained_masks"].tolist(), arrays["trained_accuracy"].tolist()))
+        se = arrays.get("trained_std_error")
+        if se is not None and (se.shape != arrays["trained_masks"].shape or np.any(se < 0) or np.any(np.isinf(se))):
+            raise ValueError("array 'trained_std_error' must hold one standard error >= 0 (or NaN) per trained set")
+        std_error = {} if se is None else {m: v for m, v in zip(arrays["trained_masks"].tolist(), se.tolist()) if v == v}
         return cls(
             space, [CostCurve(c) for c in meta["costs"]], (float(lo), float(hi)),
             n0=float(meta["n0"]), lambdas=arrays["lambdas"].tolist(), sequences=sequences, accuracy=accuracy,
             models=state.models, stats=meta.get("stats"), params=meta.get("params"), backend=meta["backend"],
+            std_error=std_error,
         )
 
     # ------------------------------------------------------------------ inspection

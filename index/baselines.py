@@ -46,6 +46,7 @@ class NaiveLookup:
         self.domain = index.domain
         self.models = index.models
         self.candidates = list(index.candidates)
+        self._se = [index.std_error.get(m) for m in self.candidates]
         self._acc = list(index.candidate_accuracy)
         self._horner = [tuple(reversed(r)) for r in index.candidate_coefficients.tolist()]
         self._names = [self.space.frozenset(m) for m in self.candidates]
@@ -71,7 +72,7 @@ class NaiveLookup:
                 a = self._acc[i]
                 if a > best_acc or (a == best_acc and c < best_cost):
                     best, best_acc, best_cost = i, a, c
-        return Choice(self._names[best], best_acc, best_cost, self.candidates[best], self.models)
+        return Choice(self._names[best], best_acc, best_cost, self.candidates[best], self.models, self._se[best])
 
     def lookup_numpy(self, size: float, budget: float) -> Choice:
         """The same scan, vectorised with numpy."""
@@ -84,4 +85,4 @@ class NaiveLookup:
         top = acc.max()
         tied = np.flatnonzero(acc == top)
         i = int(tied[np.argmin(cost[tied])])
-        return Choice(self._names[i], self._acc[i], float(cost[i]), self.candidates[i], self.models)
+        return Choice(self._names[i], self._acc[i], float(cost[i]), self.candidates[i], self.models, self._se[i])

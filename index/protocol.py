@@ -52,6 +52,9 @@ class CostSensitiveIndex(StoredIndex, ABC):
         The item sizes served.
     models : mapping of int to object
         Trained models by feature-set mask (lazily loaded for stored indexes).
+    std_error : dict of int to float
+        The standard error of each trained set's measured score, by mask (absent for sets whose
+        black box reported none); every answer carries its set's as ``Choice.std_error``.
     stats, params : dict
         What the build measured and the options it was built with.
     """

@@ -99,22 +99,35 @@ class Batch:
     keys : ndarray of int64
         Feature-set bitmasks (over the index's feature order).
     accuracy, cost : ndarray of float64
+    std_error : ndarray of float64 or None
+        :attr:`Choice.std_error` of each answer (NaN where the index keeps none for the set); None
+        for an index that keeps no standard errors. Gathered when first read.
     """
 
-    __slots__ = ("keys", "accuracy", "cost", "_space", "_models")
+    __slots__ = ("keys", "accuracy", "cost", "_std_errors", "_space", "_models")
 
-    def __init__(self, keys, accuracy, cost, space, models):
-        # The feature space and models are the snapshot the answers were computed from, so a
-        # refresh of the index afterwards cannot make this batch decode keys with another space.
+    def __init__(self, keys, accuracy, cost, space, models, std_errors=None):
+        # The feature space, models and standard errors are the snapshot the answers were computed
+        # from, so a refresh of the index afterwards cannot make this batch decode keys with another
+        # space.
         self.keys, self.accuracy, self.cost = keys, accuracy, cost
-        self._space, self._models = space, models
+        self._space, self._models, self._std_errors = space, models, std_errors
+
+    @property
+    def std_error(self) -> np.ndarray | None:
+        if self._std_errors is None:
+            return None
+        unique, position = np.unique(np.asarray(self.keys, dtype=np.int64), return_inverse=True)
+        table = np.array([self._std_errors.get(int(k), np.nan) for k in unique.tolist()], dtype=float)
+        return table[position.reshape(-1)]
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def __getitem__(self, i: int) -> Choice:
         key = int(self.keys[i])
-        return Choice(self._space.frozenset(key), float(self.accuracy[i]), float(self.cost[i]), key, self._models)
+        se = None if self._std_errors is None else self._std_errors.get(key)
+        return Choice(self._space.frozenset(key), float(self.accuracy[i]), float(self.cost[i]), key, self._models, se)
 
     def features(self, i: int) -> frozenset[str]:
         """Feature names of answer ``i``."""

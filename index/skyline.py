@@ -231,7 +231,8 @@ class PolyDomIndex(CostSensitiveIndex):
             self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
             serving_guards=serving_guards, speculate=speculate,
         )
-        return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models), steps
+        return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models,
+                      self.std_error.get(mask)), steps
 
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
         """The skyline valid at ``size`` as ``(masks, costs, accuracies)``, cost ascending."""
@@ -292,7 +293,8 @@ class PolyDomIndex(CostSensitiveIndex):
             row = []
             for j, i in enumerate(self.served_positions(sky)):
                 c = sky[i]
-                row.append((names[c], self.candidate_accuracy[c], self.candidates[c], None if i == j else i))
+                row.append((names[c], self.candidate_accuracy[c], self.candidates[c], None if i == j else i,
+                            self.std_error.get(self.candidates[c])))
             entries.append(row)
         lo = self.domain[0]
         # A finite upper limit makes one chained comparison reject NaN and inf as well.
@@ -349,7 +351,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return (
             self.domain, np.asarray(self.bounds, dtype=float), P, [np.ascontiguousarray(c) for c in cols], cand, served,
             np.array(self.candidates, dtype=np.int64), np.array(self.candidate_accuracy, dtype=float),
-            self.space, self.models,
+            self.std_error, self.space, self.models,
         )
 
     # ------------------------------------------------------------------ serving
@@ -409,12 +411,12 @@ class PolyDomIndex(CostSensitiveIndex):
                     c = probe
                 else:
                     right = mid
-        features, accuracy, key, tied = entries[r][left - 1]
+        features, accuracy, key, tied, std_error = entries[r][left - 1]
         if tied is not None:
             # A cheaper set within tolerance is served: its own cost at this size.
             row = sky[tied]
             c = row[0] + size * (row[1] + size * row[2]) if quadratic else horner_scalar(row, size)
-        return _new_choice(Choice, (features, accuracy, c, key, models))
+        return _new_choice(Choice, (features, accuracy, c, key, models, std_error))
 
     def lookup_many(self, sizes, budgets) -> Batch:
         """Answer many queries at once, vectorised with numpy.
@@ -434,7 +436,7 @@ class PolyDomIndex(CostSensitiveIndex):
         ``log2`` of the longest skyline vectorised steps over all queries, each a gather of the
         probed entries' coefficients and one Horner evaluation.
         """
-        domain, bounds, P, cols, cand, served, cand_mask, cand_acc, space, models = self._snapshot[1]
+        domain, bounds, P, cols, cand, served, cand_mask, cand_acc, std_errors, space, models = self._snapshot[1]
         n, c = check_queries(sizes, budgets, domain)
         c = c * BUDGET_SLACK
         base = (np.searchsorted(bounds, n, side="right") - 1) * P
@@ -453,7 +455,7 @@ class PolyDomIndex(CostSensitiveIndex):
         for k in range(W - 2, -1, -1):
             cost = cost * n + cols[k][pos]
         ids = cand[pos]
-        return Batch(cand_mask[ids], cand_acc[ids], cost, space, models)
+        return Batch(cand_mask[ids], cand_acc[ids], cost, space, models, std_errors)
 
     # ------------------------------------------------------------------ state
 
@@ -479,7 +481,8 @@ class PolyDomIndex(CostSensitiveIndex):
         coef = self.candidate_coefficients[self.skylines[r]]
         costs = [horner_scalar(row[::-1], size) for row in coef.tolist()]
         return [
-            Choice(self.space.frozenset(self.candidates[c]), self.candidate_accuracy[c], cost, self.candidates[c], self.models)
+            Choice(self.space.frozenset(self.candidates[c]), self.candidate_accuracy[c], cost, self.candidates[c], self.models,
+                   self.std_error.get(self.candidates[c]))
             for c, cost in zip(self.skylines[r], costs)
         ]
 

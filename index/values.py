@@ -91,8 +91,9 @@ def check_expansion(value, features) -> Expansion:
 class Choice(tuple):
     """The answer to a lookup: which features to compute and which model to apply.
 
-    An immutable tuple ``(features, accuracy, cost, key)`` plus a handle on the model store, built
-    in a few hundred nanoseconds because it sits on the request path.
+    An immutable tuple ``(features, accuracy, cost, key)`` plus a handle on the model store and the
+    score's standard error, built in a few hundred nanoseconds because it sits on the request path.
+    Two choices are equal when their first four fields are.
 
     Attributes
     ----------
@@ -108,16 +109,20 @@ class Choice(tuple):
         The set's bitmask over the index's feature order.
     model : object or None
         The model trained on exactly ``features`` (loaded on first access for stored indexes).
+    std_error : float or None
+        The standard error of the set's measured score (``index.measured_scores``: the mean over
+        cross-validation folds, or what the black box reported), which ``accuracy`` is ranked
+        from; None when the index keeps no standard errors.
     """
 
     __slots__ = ()
 
-    def __new__(cls, features, accuracy, cost, key, models=None):
-        return tuple.__new__(cls, (features, accuracy, cost, key, models))
+    def __new__(cls, features, accuracy, cost, key, models=None, std_error=None):
+        return tuple.__new__(cls, (features, accuracy, cost, key, models, std_error))
 
     def with_cost(self, cost: float) -> "Choice":
         """The same answer with another ``cost`` (a measured time instead of the prediction)."""
-        return tuple.__new__(type(self), (self[0], self[1], float(cost), self[3], self[4]))
+        return tuple.__new__(type(self), (self[0], self[1], float(cost), self[3], self[4], self[5]))
 
     @property
     def features(self) -> frozenset:
@@ -140,6 +145,10 @@ class Choice(tuple):
         models = self[4]
         return None if models is None else models.get(self[3])
 
+    @property
+    def std_error(self) -> float | None:
+        return self[5]
+
     def __eq__(self, other) -> bool:
         if not isinstance(other, Choice):
             return NotImplemented
@@ -156,4 +165,4 @@ class Choice(tuple):
         return f"Choice(features={sorted(self[0])!r}, accuracy={self[1]!r}, cost={self[2]!r})"
 
     def __reduce__(self):
-        return (Choice, (self[0], self[1], self[2], self[3], None))
+        return (Choice, (self[0], self[1], self[2], self[3], None, self[5]))

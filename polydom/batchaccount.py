@@ -273,7 +273,8 @@ class BatchAccount:
         key[rows - start], acc[rows - start] = rest.masks[at, position], rest.accuracy[at, position]
         cost = self._spend[start:]
         mean = float(acc.mean()) if len(acc) else 0.0
-        return BatchPlan(Batch(key, acc, cost.copy(), self.index.space, self.index.models), math.fsum(cost.tolist()),
+        choices = Batch(key, acc, cost.copy(), self.index.space, self.index.models, getattr(self.index, "std_error", None))
+        return BatchPlan(choices, math.fsum(cost.tolist()),
                          float(budget), max(bound / len(acc) if len(acc) else 0.0, mean),
                          "milp" if exact else "greedy", bool(optimal))
 

@@ -51,7 +51,8 @@ class Explanation:
     features : tuple of str
         The features computed, in the index's feature order.
     estimated_accuracy : float
-        The cross-validated score of the model used.
+        The score the index ranks the model's feature set by (its cross-validated accuracy, or
+        the monotone fit of those; see ``Choice.accuracy``).
     predicted_cost : float
         Seconds the fitted cost curves predict for those features at ``size``.
     measured_cost : float
@@ -64,6 +65,9 @@ class Explanation:
         no longer fitted the time left), ``("confident", features)`` (the cascade stopped),
         ``("speculate", feature)`` (started although its guarded cost did not fit) and
         ``("abandon", feature)`` (it missed the deadline and was left to finish unused).
+    std_error : float or None
+        The standard error of the set's measured cross-validated score (``Choice.std_error``);
+        None when the index keeps none.
     """
 
     item: int
@@ -75,6 +79,7 @@ class Explanation:
     measured_cost: float
     label: Any
     steps: tuple = ()
+    std_error: float | None = None
 
     @property
     def stopped_because(self) -> str:
@@ -264,7 +269,7 @@ class ServingPlanner:
             label = s.plan.predictor.predict_one(s.x)
             predicted = self.index.cost_of(s.plan.names, s.size)
             out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
-                                   float(predicted), float(s.measured), label, s.steps))
+                                   float(predicted), float(s.measured), label, s.steps, s.choice.std_error))
         return out
 
 

@@ -22,6 +22,8 @@ _COUNT_LABELS = {
 
 def _entry(index, mask: int, accuracy: float, cost: float) -> dict:
     entry = {"features": sorted(index.space.frozenset(mask)), "accuracy": accuracy, "key": mask, "cost": cost}
+    if mask in index.std_error:
+        entry["std_error"] = index.std_error[mask]
     if getattr(index, "measured", None):  # ranked by a fit of the scores: the measured one beside it
         entry["measured"] = index.measured_scores.get(mask, accuracy)
     return entry
@@ -33,8 +35,9 @@ def describe_index(index) -> dict:
     Keys: ``path``, ``version``, ``backend``, ``domain``, ``counts``, ``features`` (name,
     coefficients, readable cost expression), ``params``, ``stats``; for an index whose summary
     has ``bounds`` (PolyDom) also ``bounds`` and ``ranges`` (per range its interval and skyline:
-    features, accuracy, key, cost at the range's start, and ``measured``, the measured score, when
-    the index ranks by a fit of the scores); for one whose summary has ``n0``
+    features, accuracy, key, cost at the range's start, ``std_error`` when the set has one, and
+    ``measured``, the measured score, when the index ranks by a fit of the scores); for one whose
+    summary has ``n0``
     (Greedy) ``skyline`` (its prefix skyline, costs at ``n0``).
     """
     from polydom.index.store import store_of
@@ -90,9 +93,12 @@ def _format_inspect(info: dict, max_ranges: int | None) -> str:
 
     def skylinetable(entries, size) -> str:
         fitted = any("measured" in e for e in entries)
+        errors = any("std_error" in e for e in entries)
         rows = [[str(i), number(e["accuracy"])] + ([number(e.get("measured", e["accuracy"]))] if fitted else [])
+                + ([number(e["std_error"]) if "std_error" in e else "-"] if errors else [])
                 + [number(e["cost"]), names(e["features"])] for i, e in enumerate(entries)]
-        head = ["#", "accuracy"] + (["measured"] if fitted else []) + [f"cost@{number(size)}", "features"]
+        head = (["#", "accuracy"] + (["measured"] if fitted else []) + (["± se"] if errors else [])
+                + [f"cost@{number(size)}", "features"])
         return table(head, rows, indent="    ")
 
     if "ranges" in info:

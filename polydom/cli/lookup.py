@@ -30,14 +30,15 @@ def run(args: argparse.Namespace) -> int:
     has_model = choice.key in index.models  # reads the key only: no model is loaded
     if args.json:
         print(json.dumps({
-            "features": sorted(choice.features), "accuracy": choice.accuracy, "cost": choice.cost,
+            "features": sorted(choice.features), "accuracy": choice.accuracy, "std_error": choice.std_error,
+            "cost": choice.cost,
             "key": choice.key, "model": has_model, "size": args.size, "budget": args.budget,
             "version": store_of(index).version,
         }))
     else:
         rows = [
             ("features", names(choice.features)),
-            ("accuracy", number(choice.accuracy)),
+            ("accuracy", number(choice.accuracy) + ("" if choice.std_error is None else f" ± {number(choice.std_error)}")),
             ("cost", f"{number(choice.cost)}  (budget {number(args.budget)} at size {number(args.size)})"),
             ("model", "stored" if has_model else "none"),
         ]

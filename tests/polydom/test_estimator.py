@@ -183,6 +183,8 @@ def test_explain_reports_costs_and_labels(fitted, digits):
         assert r.predicted_cost <= r.budget and r.measured_cost >= 0
         assert set(r.features) <= set(NAMES) and 0 <= r.estimated_accuracy <= 1
         assert r.within_budget == (r.measured_cost <= r.budget)
+        # The score's standard error over the folds comes with it (every trained set has one).
+        assert r.std_error == fitted.index_.std_error[fitted.index_.space.mask(r.features)] and r.std_error >= 0
 
 
 def test_budget_trades_accuracy_for_time(fitted, digits):
@@ -287,7 +289,7 @@ def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits, fast_p
     sequences = [[names[f] for f in seq] for seq in clf.index_.sequences]
     for e in clf.explain(images[:6], budget=0.003):
         assert any(set(seq[: len(e.features)]) == set(e.features) for seq in sequences), e
-        assert e.measured_cost >= 0
+        assert e.measured_cost >= 0 and e.std_error == clf.index_.std_error[clf.index_.space.mask(e.features)]
 
 
 def test_warm_start_reuses_features_and_costs(digits, tmp_path, fast_params):

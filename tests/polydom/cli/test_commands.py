@@ -67,6 +67,23 @@ def test_inspect_shows_measured_scores_beside_the_fitted_ones(tmp_path, capsys):
     assert "measured" in capsys.readouterr().out
 
 
+def test_inspect_and_lookup_show_the_std_error_of_each_score(tmp_path, capsys):
+    inst = polydom.make_synthetic(5, k=None, seed=3)
+    se = lambda features: 0.001 * (1 + len(features))  # noqa: E731
+    index = polydom.build(inst.costs, lambda s: polydom.Expansion(inst.expand(s), None, std_error=se(s)))
+    index.save(tmp_path / "s")
+    assert cli.main(["inspect", str(tmp_path / "s"), "--json"]) == 0
+    entries = [e for rng in json.loads(capsys.readouterr().out)["ranges"] for e in rng["skyline"]]
+    assert entries and all(e["std_error"] == se(e["features"]) for e in entries)
+    assert cli.main(["inspect", str(tmp_path / "s")]) == 0
+    assert "± se" in capsys.readouterr().out
+    want = index.lookup(3.0, 400.0)
+    assert cli.main(["lookup", str(tmp_path / "s"), "--size", "3", "--budget", "400", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["std_error"] == want.std_error == se(want.features)
+    assert cli.main(["lookup", str(tmp_path / "s"), "--size", "3", "--budget", "400"]) == 0
+    assert f"± {want.std_error:g}" in capsys.readouterr().out
+
+
 def test_inspect_shows_a_greedy_index_skyline(tmp_path, capsys):
     inst = polydom.make_synthetic(5, k=None, seed=2)
     greedy = polydom.build(inst.costs, inst.expand, backend="greedy", n0=2.0)
