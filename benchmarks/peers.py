@@ -93,6 +93,10 @@ PEERS = METHODS[1:]
 #: Not a peer: PolyDom's own fit served with its anytime walk's cost guards set to 1, to show what
 #: the guards (``calibrate_costs``/``cost_guard``) cost and buy. Left out of the "best peer" counts.
 UNGUARDED = "PolyDom, guards off"
+#: Not peers either: forward selection and exhaustive search budgeting with PolyDom's anytime cost
+#: guards (:func:`guarded_cost`), so that they take the risk of a late answer PolyDom takes. They
+#: show whether PolyDom loses a cell by its choice of sets or by the risk it refuses.
+SAME_GUARDS = {"Forward selection": "Forward selection, same guards", "Exhaustive": "Exhaustive, same guards"}
 #: cegb_tradeoff values: 0 (no penalty, every feature allowed) once, then a log grid that goes from
 #: "barely penalised" to "only the cheapest single feature survives" on the demo's digits.
 DEFAULT_TRADEOFFS = (0.0, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
@@ -127,6 +131,44 @@ class Costs:
 
     def table(self, size: float) -> dict:
         return {f: float(self.curves[f](float(size))) for f in self.names}
+
+
+def guarded_cost(costs: Costs, features, size: float, guards: dict) -> float:
+    """The smallest budget under which PolyDom's anytime walk, on predicted times, computes all of
+    ``features``: it starts a feature only if the time used plus ``guard * predicted cost`` fits,
+    so walking them cheapest first, the budget must cover the largest ``used + guard * cost``."""
+    table = costs.table(size)
+    used, need = 0.0, 0.0
+    for f in sorted(features, key=lambda f: (table[f], f)):
+        need = max(need, used + guards[f] * table[f])
+        used += table[f]
+    return need
+
+
+def with_guards(fitted: Fitted, name: str, costs: Costs, guards_at, X, y, layout, learners, sides, budgets) -> Fitted:
+    """``fitted`` (forward selection or exhaustive) planned again with :func:`guarded_cost` in place
+    of the predicted cost: the same ranking of subsets (or the same prefix order), no new CV."""
+    out = Fitted(seconds=fitted.seconds, models="the same CV fits + refits")
+    models = {plan.used: plan.model for plan in fitted.plans.values()}
+    if name == "Exhaustive":
+        scored = fitted.scores
+        choices = [(s, f"cv {scored[s][0]:.3f}", scored[s][1]) for s in scored]
+    else:
+        prefixes = [tuple(n for n in costs.names if n in fitted.order[:k]) for k in range(len(fitted.order) + 1)]
+        choices = [(p, f"prefix {k}", fitted.prefix_scores[k][1]) for k, p in enumerate(prefixes)]
+    for side in sides:
+        size, guards = side * side, guards_at(side * side)
+        need = {s: guarded_cost(costs, s, size, guards) for s, _, _ in choices}
+        if name == "Exhaustive":  # as fit_exhaustive: best CV first, then cheaper, then smaller
+            ranked = sorted(choices, key=lambda c: (-fitted.scores[c[0]][0], costs.of(c[0], size), len(c[0])))
+        else:  # the longest prefix that fits
+            ranked = choices[::-1]
+        for budget in budgets:
+            chosen, note, learner = next(c for c in ranked if need[c[0]] <= budget)  # () needs 0
+            if chosen not in models:
+                models[chosen] = refit(X, y, layout, chosen, learner, learners)
+            out.plans[(side, budget)] = Plan(chosen, chosen, models[chosen], note)
+    return out
 
 
 @dataclass
@@ -301,7 +343,7 @@ def fit_forward(X, y, layout, costs: Costs, learners, splits, sides, budgets, n_
     out.seconds = time.perf_counter() - t0
     out.models = f"{fits} CV fits + {len([m for m in models.values() if m])} refits"
     out.details = ["order: " + " → ".join(f"{n} ({s[0]:.3f})" for n, s in zip(order, prefix_scores[1:]))]
-    out.order = order
+    out.order, out.prefix_scores = order, prefix_scores
     return out
 
 
@@ -461,23 +503,27 @@ def summarize(results: dict, sides, budgets) -> dict:
         out["unguarded"] = versus_best(results, UNGUARDED, cells)
     timely = on_time(results)
     out["on_time"] = versus_best(timely, REFERENCE, cells)
+    guarded = [n for n in SAME_GUARDS.values() if n in results]
+    if guarded:
+        out["same_guards"] = versus_best(results, REFERENCE, cells, guarded)
+        out["same_guards_on_time"] = versus_best(timely, REFERENCE, cells, guarded)
     for name, res in timely.items():
         rows[name]["on_time"] = float(np.mean([res[c]["acc"] for c in cells]))
     return out
 
 
-def versus_best(results: dict, name: str, cells) -> dict:
-    """``name`` against the best peer of each cell: cells within one paired SE of it (or above),
-    cells more than 2 paired SE behind it, cells more than 2 paired SE ahead of every peer."""
+def versus_best(results: dict, name: str, cells, peers=PEERS) -> dict:
+    """``name`` against the best of ``peers`` in each cell: cells within one paired SE of it (or
+    above), cells more than 2 paired SE behind it, cells more than 2 paired SE ahead of every peer."""
     within, behind, ahead = 0, [], []
     ref = results[name]
     for c in cells:
-        best = max(PEERS, key=lambda p: results[p][c]["acc"])
+        best = max(peers, key=lambda p: results[p][c]["acc"])
         d, se = paired(ref[c], results[best][c])
         within += d >= -se
         if -d > 2 * se:
             behind.append((c, best, d, se))
-        if all(paired(ref[c], results[p][c])[0] > 2 * paired(ref[c], results[p][c])[1] for p in PEERS):
+        if all(paired(ref[c], results[p][c])[0] > 2 * paired(ref[c], results[p][c])[1] for p in peers):
             ahead.append(c)
     return dict(within=within, behind=behind, ahead=ahead)
 
@@ -516,7 +562,9 @@ def write_report(path, ctx: dict) -> str:
         f"PolyDom's parameters that bear on costs and selection, as fitted: {ctx['polydom_params']}. Anytime cost guards per "
         f"feature (a walk starts a feature only if time used + guard × predicted cost fits): {ctx['guards']}. The "
         f"row *{UNGUARDED}* serves the same fit with guards of 1; it is a diagnostic, not a peer, and is left out of "
-        "the best-peer counts.",
+        "the best-peer counts. So are the rows *" + "* and *".join(SAME_GUARDS.values()) + "*: the same selections "
+        "budgeting with PolyDom's guards (a set fits if, walked cheapest first, the time used plus guard × predicted "
+        "cost of each feature fits), so that they run the risk of a late answer PolyDom runs.",
         "",
         "## Summary over all cells",
         "",
@@ -532,6 +580,18 @@ def write_report(path, ctx: dict) -> str:
         f"{summary['n_cells']}** cells, more than 2 paired SE behind it in {len(summary['on_time']['behind'])}, "
         f"more than 2 paired SE ahead of every peer in {len(summary['on_time']['ahead'])}.",
         "",
+    ]
+    if "same_guards" in summary:
+        g, t = summary["same_guards"], summary["same_guards_on_time"]
+        L += [f"**At the same risk** (against the better of *" + "* and *".join(SAME_GUARDS.values()) + "*): "
+              f"PolyDom is within one paired SE of (or above) it in **{g['within']} of {summary['n_cells']}** cells, "
+              f"more than 2 paired SE behind in {len(g['behind'])}, more than 2 paired SE ahead in {len(g['ahead'])}; "
+              f"on time: within one SE in **{t['within']}**, more than 2 SE behind in {len(t['behind'])}, ahead in "
+              f"{len(t['ahead'])}.", ""]
+        L += [f"- {s}² px, {ms(b)} ms: {best} ahead by {-d:.3f} (paired SE {se:.3f}){' on time' if on else ''}"
+              for on, found in ((False, g), (True, t)) for (s, b), best, d, se in found["behind"]]
+        L += [""] if g["behind"] or t["behind"] else []
+    L += [
         "| method | mean accuracy over cells | on time | mean violation rate | worst violation rate | cells > 2 SE "
         "ahead of PolyDom | cells > 2 SE behind PolyDom | fit wall (s) | models |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---|",
@@ -700,6 +760,14 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     log(f"fitted exhaustive in {fitted['Exhaustive'].seconds:.0f} s")
     for name in PEERS:
         fit_seconds[name], models[name] = fitted[name].seconds, fitted[name].models
+    index = clf.index_
+
+    def guards_at(size):
+        return dict(zip(index.space.names, index.cost_guards(size)))
+
+    for name, guarded in SAME_GUARDS.items():
+        fitted[guarded] = with_guards(fitted[name], name, costs, guards_at, X, y_train, layout, learners, sides, budgets)
+        fit_seconds[guarded], models[guarded] = fitted[guarded].seconds, fitted[guarded].models
 
     # Held-out features computed and timed once, serially, nothing else of ours running.
     t0 = time.perf_counter()
@@ -723,7 +791,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
             names = [n for j, n in enumerate(clf.feature_names_) if key >> j & 1]
             polydom_sets[(side, budget)] = ("+".join(names) or "(majority)") + (
                 f" ({counts.max() / len(rows):.0%})" if len(keys) > 1 else "")
-    for name in PEERS:
+    for name in PEERS + tuple(SAME_GUARDS.values()):
         correct, measured = serve_static(fitted[name], held.X, held.seconds, layout, costs.names, test_sizes, y_test,
                                          sides, budgets, majority)
         results[name] = cell_stats(correct, measured, test_sizes, sides, budgets)
