@@ -99,14 +99,25 @@ def per_item(args):
                 test_sizes=sizes["test"], pictures=test // len(DEFAULT_SIDES))
 
 
+def run_settings(out: str) -> np.ndarray:
+    """What identifies the run in ``out`` (dataset, per-class counts, seed), as a string array."""
+    from polydom.demo.job import run_arguments, run_seed
+
+    run = run_arguments(out)
+    return np.array([run.dataset, str(run.train_per_class), str(run.held_out_per_class), str(run_seed(out))])
+
+
 def load_or_measure(out: str) -> dict:
-    """:func:`per_item` of the run in ``out``, read back from its cache when measured before."""
+    """:func:`per_item` of the run in ``out``, read back from its cache when measured on this run
+    before (a demo run again into the same directory has other settings, and is measured anew)."""
     path = os.path.join(out, CACHE)
+    settings = run_settings(out)
     if os.path.exists(path):
         with np.load(path, allow_pickle=False) as kept:
-            return {k: kept[k] for k in kept.files}
+            if "settings" in kept.files and np.array_equal(kept["settings"], settings):
+                return {k: kept[k] for k in kept.files if k != "settings"}
     d = per_item(argparse.Namespace(out=out))
-    np.savez(path + ".tmp.npz", **d)
+    np.savez(path + ".tmp.npz", settings=settings, **d)
     os.replace(path + ".tmp.npz", path)
     return d
 

@@ -56,6 +56,9 @@ class GreedyIndex(CostSensitiveIndex):
     stats, params : mapping, optional
     backend : {"greedy", "greedy-acc", "greedy-cost"}, default "greedy"
         The tag stored with the index.
+    std_error : mapping of int to float, optional
+        Standard errors of the trained sets' scores (bitmask -> error), for sets that have one;
+        answers carry theirs as ``Choice.std_error``.
 
     Attributes
     ----------
@@ -342,7 +345,8 @@ class GreedyIndex(CostSensitiveIndex):
         sequences = [flat[i : i + width] for i in range(0, len(flat), width)]
         accuracy = dict(zip(arrays["trained_masks"].tolist(), arrays["trained_accuracy"].tolist()))
         se = arrays.get("trained_std_error")
-        if se is not None and (se.shape != arrays["trained_masks"].shape or np.any(se < 0) or np.any(np.isinf(se))):
+        if se is not None and (se.dtype.kind != "f" or se.shape != arrays["trained_masks"].shape
+                               or np.any(se < 0) or np.any(np.isinf(se))):
             raise ValueError("array 'trained_std_error' must hold one standard error >= 0 (or NaN) per trained set")
         std_error = {} if se is None else {m: v for m, v in zip(arrays["trained_masks"].tolist(), se.tolist()) if v == v}
         return cls(

@@ -100,11 +100,11 @@ class Batch:
         Feature-set bitmasks (over the index's feature order).
     accuracy, cost : ndarray of float64
     std_error : ndarray of float64 or None
-        :attr:`Choice.std_error` of each answer (NaN where the index keeps none for the set); None
-        for an index that keeps no standard errors. Gathered when first read.
+        :attr:`Choice.std_error` of each answer, NaN where the index keeps none for the set; None
+        when the batch was made without the index's standard errors. Gathered on first read.
     """
 
-    __slots__ = ("keys", "accuracy", "cost", "_std_errors", "_space", "_models")
+    __slots__ = ("keys", "accuracy", "cost", "_std_errors", "_std_error_column", "_space", "_models")
 
     def __init__(self, keys, accuracy, cost, space, models, std_errors=None):
         # The feature space, models and standard errors are the snapshot the answers were computed
@@ -112,14 +112,17 @@ class Batch:
         # space.
         self.keys, self.accuracy, self.cost = keys, accuracy, cost
         self._space, self._models, self._std_errors = space, models, std_errors
+        self._std_error_column = None
 
     @property
     def std_error(self) -> np.ndarray | None:
         if self._std_errors is None:
             return None
-        unique, position = np.unique(np.asarray(self.keys, dtype=np.int64), return_inverse=True)
-        table = np.array([self._std_errors.get(int(k), np.nan) for k in unique.tolist()], dtype=float)
-        return table[position.reshape(-1)]
+        if self._std_error_column is None:
+            unique, position = np.unique(np.asarray(self.keys, dtype=np.int64), return_inverse=True)
+            table = np.array([self._std_errors.get(int(k), np.nan) for k in unique.tolist()], dtype=float)
+            self._std_error_column = table[position.reshape(-1)]
+        return self._std_error_column
 
     def __len__(self) -> int:
         return len(self.keys)

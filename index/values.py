@@ -112,7 +112,7 @@ class Choice(tuple):
     std_error : float or None
         The standard error of the set's measured score (``index.measured_scores``: the mean over
         cross-validation folds, or what the black box reported), which ``accuracy`` is ranked
-        from; None when the index keeps no standard errors.
+        from; None when the index keeps none for this set.
     """
 
     __slots__ = ()

@@ -163,9 +163,9 @@ def load_run_held_out(args):
 
 
 def run_arguments(out) -> argparse.Namespace:
-    """The options of :func:`add_run_arguments` as the finished run in ``out`` used them, with its
-    ``features``, ``sides`` and ``budgets`` (from its ``headline.json``; the demo's defaults for a
-    run that recorded none)."""
+    """The settings of the finished run in ``out``: ``out``, ``dataset``, ``train_per_class``,
+    ``held_out_per_class``, ``features``, ``sides`` and ``budgets`` (from its ``headline.json``;
+    the demo's defaults for a run that recorded none)."""
     settings = _run_settings(out)
     return argparse.Namespace(out=os.fspath(out), dataset=settings.get("dataset", "digits"),
                               train_per_class=settings.get("train_per_class", DEFAULT_PICTURES[0]),
@@ -187,10 +187,11 @@ def _run_settings(out) -> dict:
 
 
 def add_run_arguments(parser) -> None:
-    """The option of a benchmark that judges a finished demo run: ``--out``, the run's directory.
-    Everything else about the run (dataset, split, sides, seed, budgets) comes from the settings
-    it recorded (:func:`run_arguments`), so that a benchmark cannot rebuild another split than
-    the one the run measured."""
+    """The options of a benchmark that judges a finished demo run: ``--out``, the run's directory,
+    and ``--dataset``, optional, which :func:`load_run_split` refuses unless it is the run's own.
+    Everything else about the run (split, sides, seed, budgets) comes from the settings it
+    recorded (:func:`run_arguments`), so that a benchmark cannot rebuild another split than the
+    one the run measured."""
     parser.add_argument("--out", required=True, type=_finished_run, help="a finished `polydom demo --out` directory")
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default=None,
                         help="optional: refused unless it is the run's own dataset")

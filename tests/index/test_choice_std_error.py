@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import polydom
+from polydom.stream import StreamBudget
 
 COSTS = {"a": [1.0], "b": [2.0, 0.01], "c": [3.0]}
 SIZES = (1.0, 50.0, 100.0)
@@ -20,7 +21,8 @@ def _measure(s):
 
 
 def _expected(index, features):
-    return index.std_error.get(index.space.mask(features))
+    """What the black box reported for the set (not what the index stored)."""
+    return _measure(frozenset(features)).std_error
 
 
 class ScriptedClock:
@@ -41,6 +43,8 @@ def test_lookups_batches_and_walks_answer_with_the_sets_std_error_before_and_aft
     options = {} if backend == "polydom" else {"n0": 50.0}
     index = polydom.build(COSTS, _measure, backend=backend, domain=(1.0, 100.0), **options)
     assert index.std_error and index.space.mask({"a"}) not in index.std_error
+    assert index.std_error == {m: _expected(index, index.space.frozenset(m)) for m in index.trained
+                               if m != index.space.mask({"a"})}
     index.save(tmp_path / "ix")
     loaded = polydom.load(tmp_path / "ix")
     assert loaded.std_error == pytest.approx(index.std_error)
@@ -58,9 +62,13 @@ def test_lookups_batches_and_walks_answer_with_the_sets_std_error_before_and_aft
             walked = ix.select(size, budget, clock.compute, clock)
             assert walked.std_error == _expected(ix, walked.features)
             seen.add(choice.features)
-        plan = ix.plan_batch(list(SIZES), 10.0)  # a planner's answers too
-        for i in range(len(plan.choices)):
-            assert plan.choices[i].std_error == _expected(ix, plan.choices.features(i))
+        for batch in (ix.plan_batch(list(SIZES), 10.0).choices,  # a planner's answers too
+                      StreamBudget(ix, 3.0, sizes=list(SIZES)).choose_many(list(SIZES) * 3),
+                      StreamBudget(ix, 3.0, sizes=list(SIZES), adapt=0.1).choose_many(list(SIZES) * 3)):
+            for i in range(len(batch)):
+                expected = _expected(ix, batch.features(i))
+                assert batch[i].std_error == expected
+                assert math.isnan(batch.std_error[i]) if expected is None else batch.std_error[i] == expected
         # Answers with and without an error, and sets of several sizes, were served.
         assert frozenset({"a"}) in seen and any(_expected(ix, s) is not None for s in seen if s)
 
