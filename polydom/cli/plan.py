@@ -27,7 +27,7 @@ __all__ = ["configure", "run", "read_sizes", "plan_rows", "summarize", "seconds"
 
 #: The columns of the CSV, and the keys of each item in the JSON. ``key`` is the set's bitmask in
 #: the index (``index.space.frozenset(key)`` gives it back); ``features`` its names, sorted.
-FIELDS = ("item", "size", "key", "features", "accuracy", "cost")
+FIELDS = ("item", "size", "key", "features", "accuracy", "std_error", "cost")
 #: Joins feature names in a CSV cell; the ``key`` column is the unambiguous form.
 SEPARATOR = ";"
 
@@ -97,12 +97,13 @@ def read_sizes(path) -> list[float]:
 
 
 def plan_rows(index, sizes, plan) -> list[dict]:
-    """Each item's choice as a dict with the keys :data:`FIELDS`."""
+    """Each item's choice as a dict with the keys :data:`FIELDS` (``std_error`` None where the index
+    keeps none for the set)."""
     choices = plan.choices
     return [
         {"item": i, "size": float(size), "key": int(choices.keys[i]),
          "features": sorted(index.space.frozenset(int(choices.keys[i]))),
-         "accuracy": float(choices.accuracy[i]), "cost": float(choices.cost[i])}
+         "accuracy": float(choices.accuracy[i]), "std_error": choices[i].std_error, "cost": float(choices.cost[i])}
         for i, size in enumerate(sizes)
     ]
 

@@ -20,7 +20,9 @@ TOTAL = 2000.0
 @pytest.fixture(scope="module")
 def built():
     inst = polydom.make_synthetic(6, k=None, seed=4)
-    return polydom.build(inst.costs, inst.expand)
+    # Every set but one reports a standard error, which the plan's rows carry.
+    return polydom.build(inst.costs, lambda s: polydom.Expansion(
+        inst.expand(s), None, std_error=None if len(s) == 1 else 0.001 * (1 + len(s))))
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +62,8 @@ def test_csv_round_trips_and_the_summary_is_printed(built, saved, sizes, sizes_t
         key = int(row["key"])
         assert int(row["item"]) == i and float(row["size"]) == sizes[i]
         assert key == want.choices.keys[i] and float(row["accuracy"]) == want.choices.accuracy[i]
+        se = built.std_error.get(key)
+        assert (row["std_error"] == "") if se is None else float(row["std_error"]) == se
         assert float(row["cost"]) == want.choices.cost[i]  # repr of a float reads back exactly
         names = row["features"].split(SEPARATOR) if row["features"] else []
         assert names == sorted(built.space.frozenset(key))
@@ -79,6 +83,7 @@ def test_json_round_trips_and_matches_the_printed_summary(built, saved, sizes, s
     want = built.plan_batch(sizes, TOTAL)
     assert [r["key"] for r in written["items"]] == want.choices.keys.tolist()
     assert [r["cost"] for r in written["items"]] == want.choices.cost.tolist()
+    assert [r["std_error"] for r in written["items"]] == [want.choices[i].std_error for i in range(len(sizes))]
     assert all(r["features"] == sorted(built.space.frozenset(r["key"])) for r in written["items"])
     summary = written["summary"]
     # No ties in this index (its black box reports no standard errors): the equal split over the
