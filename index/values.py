@@ -162,7 +162,8 @@ class Choice(tuple):
         return hash(self[:4])
 
     def __repr__(self) -> str:
-        return f"Choice(features={sorted(self[0])!r}, accuracy={self[1]!r}, cost={self[2]!r})"
+        error = "" if self[5] is None else f", std_error={self[5]!r}"
+        return f"Choice(features={sorted(self[0])!r}, accuracy={self[1]!r}{error}, cost={self[2]!r})"
 
     def __reduce__(self):
         return (Choice, (self[0], self[1], self[2], self[3], None, self[5]))

@@ -86,6 +86,7 @@ def test_a_choice_keeps_its_std_error_through_with_cost_and_pickling():
     choice = polydom.build(COSTS, _measure).lookup(1.0, 100.0)
     assert choice.std_error is not None
     assert choice.with_cost(0.5).std_error == choice.std_error
+    assert f"std_error={choice.std_error!r}" in repr(choice)
     again = pickle.loads(pickle.dumps(choice))
     assert again == choice and again.std_error == choice.std_error
 
