@@ -154,8 +154,7 @@ def with_guards(fitted: Fitted, name: str, costs: Costs, guards_at, X, y, layout
         scored = fitted.scores
         choices = [(s, f"cv {scored[s][0]:.3f}", scored[s][1]) for s in scored]
     else:
-        prefixes = [tuple(n for n in costs.names if n in fitted.order[:k]) for k in range(len(fitted.order) + 1)]
-        choices = [(p, f"prefix {k}", fitted.prefix_scores[k][1]) for k, p in enumerate(prefixes)]
+        choices = [(p, f"prefix {k}", fitted.prefix_scores[k][1]) for k, p in enumerate(fitted.prefixes)]
     for side in sides:
         size, guards = side * side, guards_at(side * side)
         need = {s: guarded_cost(costs, s, size, guards) for s, _, _ in choices}
@@ -343,7 +342,7 @@ def fit_forward(X, y, layout, costs: Costs, learners, splits, sides, budgets, n_
     out.seconds = time.perf_counter() - t0
     out.models = f"{fits} CV fits + {len([m for m in models.values() if m])} refits"
     out.details = ["order: " + " → ".join(f"{n} ({s[0]:.3f})" for n, s in zip(order, prefix_scores[1:]))]
-    out.order, out.prefix_scores = order, prefix_scores
+    out.order, out.prefixes, out.prefix_scores = order, prefixes, prefix_scores
     return out
 
 

@@ -102,16 +102,13 @@ def score_section(runs, rivals) -> list[str]:
         out += cells_summary(found, "the best of " + ", ".join(rivals), name)
         out.append("")
     out += [f"| rival | {measured} minus it | {monotone} minus it | per run (monotone) |", "|---|---|---|---|"]
-    for rival in list(rivals) + [measured]:
-        if rival == measured:
-            total, per_run = mean_over_cells(runs, monotone, measured)
-            out.append(f"| {measured} | – | {total.text(signed=True)} | "
-                       + ", ".join(e.text(signed=True) for e in per_run) + " |")
-            continue
+    for rival in rivals:
         a, _ = mean_over_cells(runs, measured, rival)
         b, per_run = mean_over_cells(runs, monotone, rival)
         out.append(f"| {rival} | {a.text(signed=True)} | {b.text(signed=True)} | "
                    + ", ".join(e.text(signed=True) for e in per_run) + " |")
+    total, per_run = mean_over_cells(runs, monotone, measured)
+    out.append(f"| {measured} | – | {total.text(signed=True)} | " + ", ".join(e.text(signed=True) for e in per_run) + " |")
     found = best_rival_cells(runs, monotone, [measured])
     out += ["", cells_summary(found, measured, monotone)[0], ""]
     return out

@@ -101,10 +101,10 @@ def per_item(args):
 
 def run_settings(out: str) -> np.ndarray:
     """What identifies the run in ``out`` (dataset, per-class counts, seed), as a string array."""
-    from polydom.demo.job import run_arguments, run_seed
+    from polydom.demo.job import run_arguments
 
     run = run_arguments(out)
-    return np.array([run.dataset, str(run.train_per_class), str(run.held_out_per_class), str(run_seed(out))])
+    return np.array([run.dataset, str(run.train_per_class), str(run.held_out_per_class), str(run.seed)])
 
 
 def load_or_measure(out: str) -> dict:
@@ -181,20 +181,17 @@ def pooled_gaps(runs: list[dict], name: str, reference: str):
 
 
 def main(argv=None) -> int:
-    from polydom.demo.job import run_arguments
+    from polydom.demo.job import finished_run, run_arguments
     from polydom.demo.markdown import table
     from polydom.demo.settings import DEFAULT_BUDGETS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", help="finished `polydom demo --out RUN` directories of one dataset")
+    parser.add_argument("runs", nargs="+", type=finished_run,
+                        help="finished `polydom demo --out RUN` directories of one dataset")
     parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    datasets = set()
-    for out in args.runs:
-        if not os.path.exists(os.path.join(out, "headline.json")):
-            sys.exit(f"size_scores: {out} is not a finished demo run; run `polydom demo --out {out}` first")
-        datasets.add(run_arguments(out).dataset)
+    datasets = {run_arguments(out).dataset for out in args.runs}
     if len(datasets) != 1:
         sys.exit(f"size_scores: the runs mix datasets ({', '.join(sorted(datasets))}); pool runs of one")
     dataset = datasets.pop()

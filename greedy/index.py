@@ -13,7 +13,6 @@ Invariants (checked by :meth:`GreedyIndex.check_invariants`):
 
 from __future__ import annotations
 
-import math
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ import numpy as np
 
 from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
 from polydom.index.protocol import CostSensitiveIndex
+from polydom.index.state import check_std_errors, optional_column, read_optional_column
 from polydom.lattice import FeatureSpace
 
 from .anytime import walk_measured, walk_predicted
@@ -330,7 +330,7 @@ class GreedyIndex(CostSensitiveIndex):
             "sequences": np.array([f for s in self.sequences for f in s], dtype=np.int64),
             "trained_masks": np.array(list(self.accuracy), dtype=np.int64),
             "trained_accuracy": np.array(list(self.accuracy.values()), dtype=np.float64),
-            "trained_std_error": np.array([self.std_error.get(m, math.nan) for m in self.accuracy], dtype=np.float64),
+            "trained_std_error": optional_column(self.std_error, self.accuracy),
         }
         return IndexState(meta, arrays, self.models)
 
@@ -344,11 +344,10 @@ class GreedyIndex(CostSensitiveIndex):
         width = len(space)
         sequences = [flat[i : i + width] for i in range(0, len(flat), width)]
         accuracy = dict(zip(arrays["trained_masks"].tolist(), arrays["trained_accuracy"].tolist()))
-        se = arrays.get("trained_std_error")
-        if se is not None and (se.dtype.kind != "f" or se.shape != arrays["trained_masks"].shape
-                               or np.any(se < 0) or np.any(np.isinf(se))):
-            raise ValueError("array 'trained_std_error' must hold one standard error >= 0 (or NaN) per trained set")
-        std_error = {} if se is None else {m: v for m, v in zip(arrays["trained_masks"].tolist(), se.tolist()) if v == v}
+        std_error = {}
+        if "trained_std_error" in arrays:
+            check_std_errors(arrays, "trained_std_error", len(arrays["trained_masks"]))
+            std_error = read_optional_column(arrays["trained_masks"].tolist(), arrays["trained_std_error"])
         return cls(
             space, [CostCurve(c) for c in meta["costs"]], (float(lo), float(hi)),
             n0=float(meta["n0"]), lambdas=arrays["lambdas"].tolist(), sequences=sequences, accuracy=accuracy,

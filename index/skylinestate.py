@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -10,7 +9,8 @@ from polydom.lattice import FeatureSpace
 
 from .cascade import Cascades, Committee
 from .costcurve import CostCurve
-from .state import IndexState
+from .state import IndexState, check_std_errors, optional_column, read_optional_column
+from .state import stored_array as _array
 
 __all__ = ["encode", "decode", "check_arrays"]
 
@@ -33,15 +33,14 @@ def encode(index):
         "skyline_ids": np.array([c for s in index.skylines for c in s], dtype=np.int64),
         "explored_masks": np.array(list(index.explored), dtype=np.int64),
         "explored_accuracy": np.array(list(index.explored.values()), dtype=np.float64),
-        "explored_std_error": np.array([index.std_error.get(m, math.nan) for m in index.explored], dtype=np.float64),
+        "explored_std_error": optional_column(index.std_error, index.explored),
         "chain_masks": np.array(list(chains), dtype=np.int64),
         "chain_offsets": np.cumsum([0] + [len(o) for o in chains.values()], dtype=np.int64),
         "chain_features": np.array([i for o in chains.values() for i in o], dtype=np.int64),
         **cascade_arrays,
     }
     if index.measured:  # only an index ranking by a fit of the scores keeps them apart
-        arrays["explored_measured"] = np.array([index.measured.get(m, math.nan) for m in index.explored],
-                                               dtype=np.float64)
+        arrays["explored_measured"] = optional_column(index.measured, index.explored)
     return IndexState(meta, arrays, index.models)
 
 
@@ -66,9 +65,9 @@ def decode(cls, state):
         [ids[a:b] for a, b in zip(offsets, offsets[1:])],
         models=state.models, explored=dict(zip(masks, arrays["explored_accuracy"].tolist())),
         stats=meta.get("stats"), params=meta.get("params"),
-        std_error={} if se is None else {m: v for m, v in zip(masks, se.tolist()) if v == v},
+        std_error={} if se is None else read_optional_column(masks, se),
         chains=_chains(arrays), cascades=Cascades.from_state(meta.get("cascade_classes"), arrays),
-        measured={} if measured is None else {m: v for m, v in zip(masks, measured.tolist()) if v == v},
+        measured={} if measured is None else read_optional_column(masks, measured),
     )
 
 
@@ -78,18 +77,6 @@ def _chains(arrays) -> dict[int, tuple[int, ...]]:
     offsets = arrays["chain_offsets"].tolist()
     flat = arrays["chain_features"].tolist()
     return {m: tuple(flat[a:b]) for m, a, b in zip(arrays["chain_masks"].tolist(), offsets, offsets[1:])}
-
-
-def _array(arrays, name: str, kinds: str, length: int | None = None) -> np.ndarray:
-    try:
-        arr = arrays[name]
-    except KeyError:
-        raise ValueError(f"the stored index has no {name!r} array") from None
-    if not isinstance(arr, np.ndarray) or arr.ndim != 1 or arr.dtype.kind not in kinds:
-        raise ValueError(f"array {name!r} must be 1-D of kind {kinds!r}")
-    if length is not None and len(arr) != length:
-        raise ValueError(f"array {name!r} has {len(arr)} entries, expected {length}")
-    return arr
 
 
 def _masks(arrays, name: str, full: int, *, unique: bool = True) -> np.ndarray:
@@ -143,9 +130,7 @@ def check_arrays(meta, arrays) -> None:
     explored = _masks(arrays, "explored_masks", full)
     _probabilities(arrays, "explored_accuracy", len(explored))
     if "explored_std_error" in arrays:
-        se = _array(arrays, "explored_std_error", "f", len(explored))
-        if not (np.isnan(se) | (np.isfinite(se) & (se >= 0.0))).all():
-            raise ValueError("array 'explored_std_error' holds a negative or infinite standard error")
+        check_std_errors(arrays, "explored_std_error", len(explored))
     if "explored_measured" in arrays:
         measured = _array(arrays, "explored_measured", "f", len(explored))
         if not (np.isnan(measured) | ((measured >= 0.0) & (measured <= 1.0))).all():

@@ -24,7 +24,7 @@ from .settings import (
 )
 
 __all__ = ["run_demo", "with_tolerance", "with_scores", "with_speculation", "split_pictures", "load_split", "load_run_split",
-           "load_run_held_out", "run_arguments", "run_seed", "add_run_arguments"]
+           "load_run_held_out", "run_arguments", "add_run_arguments", "finished_run"]
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
@@ -126,11 +126,21 @@ def load_run_split(args):
     ValueError
         ``args.dataset`` is given and is not the run's dataset.
     """
+    return _split_of(_run_of(args))
+
+
+def _run_of(args) -> argparse.Namespace:
+    """:func:`run_arguments` of ``args.out``, refused when ``args.dataset`` names another dataset."""
     run = run_arguments(args.out)
     asked = getattr(args, "dataset", None)
     if asked is not None and asked != run.dataset:
         raise ValueError(f"{args.out} is a {run.dataset} run, not {asked}")
-    return load_split(run.dataset, _run_sides(run), run.train_per_class, run.held_out_per_class, run_seed(run.out))
+    return run
+
+
+def _split_of(run) -> tuple:
+    """:func:`load_split` with a run's recorded settings."""
+    return load_split(run.dataset, _run_sides(run), run.train_per_class, run.held_out_per_class, run.seed)
 
 
 def _run_sides(args) -> tuple:
@@ -151,8 +161,8 @@ def load_run_held_out(args):
     from polydom.extraction import extract_features
     from polydom.featurizers import resolve_features
 
-    images, labels, _, test = load_run_split(args)
-    run = run_arguments(args.out)
+    run = _run_of(args)
+    images, labels, _, test = _split_of(run)
     features = resolve_features(tuple(run.features or DEFAULT_FEATURES))
     matrix = extract_features([images[i] for i in test], features, n_jobs=None,
                               cache_dir=os.path.join(run.out, "cache", "features"))
@@ -164,26 +174,17 @@ def load_run_held_out(args):
 
 def run_arguments(out) -> argparse.Namespace:
     """The settings of the finished run in ``out``: ``out``, ``dataset``, ``train_per_class``,
-    ``held_out_per_class``, ``features``, ``sides`` and ``budgets`` (from its ``headline.json``;
-    the demo's defaults for a run that recorded none)."""
-    settings = _run_settings(out)
+    ``held_out_per_class``, ``features``, ``sides``, ``budgets`` and ``seed`` (from its
+    ``headline.json``; the demo's defaults, and seed 0, for a run that recorded none)."""
+    from . import headline
+
+    settings = (headline.read(out) or {}).get("settings") or {}
     return argparse.Namespace(out=os.fspath(out), dataset=settings.get("dataset", "digits"),
                               train_per_class=settings.get("train_per_class", DEFAULT_PICTURES[0]),
                               held_out_per_class=settings.get("held_out_per_class", DEFAULT_PICTURES[1]),
                               features=settings.get("features"), sides=settings.get("sides"),
-                              budgets=tuple(settings.get("budgets") or DEFAULT_BUDGETS))
-
-
-def run_seed(out) -> int:
-    """The seed (``--seed``) of the finished demo run in ``out``."""
-    return int(_run_settings(out).get("random_state", 0))
-
-
-def _run_settings(out) -> dict:
-    """The settings the finished demo run in ``out`` recorded in its headline (empty if none)."""
-    from . import headline
-
-    return (headline.read(out) or {}).get("settings") or {}
+                              budgets=tuple(settings.get("budgets") or DEFAULT_BUDGETS),
+                              seed=int(settings.get("random_state", 0)))
 
 
 def add_run_arguments(parser) -> None:
@@ -192,12 +193,12 @@ def add_run_arguments(parser) -> None:
     Everything else about the run (split, sides, seed, budgets) comes from the settings it
     recorded (:func:`run_arguments`), so that a benchmark cannot rebuild another split than the
     one the run measured."""
-    parser.add_argument("--out", required=True, type=_finished_run, help="a finished `polydom demo --out` directory")
+    parser.add_argument("--out", required=True, type=finished_run, help="a finished `polydom demo --out` directory")
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default=None,
                         help="optional: refused unless it is the run's own dataset")
 
 
-def _finished_run(out: str) -> str:
+def finished_run(out: str) -> str:
     """``out`` when it holds a finished demo run (its ``headline.json``), else a usage error."""
     from . import headline
 
