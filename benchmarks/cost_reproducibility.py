@@ -2,7 +2,8 @@
 while CPU-burning processes compete for the cores, compared size by size.
 
 Each fit times the features as the classifier does (:func:`polydom.costs.measure_feature_costs`
-with the demo's settings: its eight features, its timing sides, 8 of its largest digit images,
+with the demo's features and timing sides and the classifier's default of 8 timed images (the
+largest digit images; the demo itself times 4),
 5 timed rounds of primed calls on the timing thread's CPU clock, the median tracked by a
 quadratic). The busy fit runs while ``--burners`` subprocesses spin (``while True: pass``). For
 every feature and timed size the script prints the ratio busy / quiet of the fitted curves and its
@@ -40,7 +41,8 @@ BAR = 0.25
 
 
 def demo_timing_images(count: int) -> list:
-    """The demo's digits (26 per class at its sides), and ``count`` of the largest, as it chooses."""
+    """Digits rendered at the demo's sides (26 per class), and ``count`` of the largest, chosen as
+    the classifier chooses its timing images."""
     images, _, _ = load_digits_images(sides=DEFAULT_SIDES, n_per_class=26, random_state=0)
     return [images[i] for i in choose_timing_images(images, count, random_state=0)]
 
@@ -134,7 +136,7 @@ def worst(rows: dict, key: str = "worst") -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed rounds per fit (the demo's 5)")
-    parser.add_argument("--images", type=int, default=8, help="timed images (the demo's 8)")
+    parser.add_argument("--images", type=int, default=8, help="timed images (default 8, the classifier's default)")
     parser.add_argument("--burners", type=int, default=2, help="CPU-burning subprocesses in the busy fit")
     parser.add_argument("--runs", type=int, default=1, help="repeat the whole comparison (default 1)")
     parser.add_argument("--features", nargs="+", default=list(DEFAULT_FEATURES),

@@ -51,6 +51,11 @@ Methods
     Every subset of the features (2^8 = 256) cross-validated on the training pictures; per cell
     the subset with the best CV accuracy whose fitted cost at the size fits the budget (ties:
     the cheaper at that size, then fewer features).
+``Forward selection, same guards`` and ``Exhaustive, same guards`` (diagnostics, not peers)
+    The same CV fits, planned at PolyDom's risk: a set fits when its predicted cost plus the
+    largest (guard - 1) x cost among its features fits the budget -- the rule by which PolyDom's
+    anytime walk starts a set, with the fitted index's guards at the size (the guards PolyDom
+    learns while serving are not replayed). They separate the choice of sets from the risk taken.
 
 Forward selection and exhaustive use polydom's default learners (LDA with shrinkage, logistic
 regression; :func:`polydom.blackbox.default_learners`): each subset gets the better of the two by

@@ -70,6 +70,13 @@ class PolyDomIndex(CostSensitiveIndex):
         Every expanded set with the score the index ranks it by (for inspection and the
         monotonicity audit).
     stats, params : mapping, optional
+    std_error : mapping of mask to float, optional
+        The standard error of each trained set's measured score, where the black box gave one.
+    chains : mapping of mask to sequence of int, optional
+        Per servable set, the order its features are computed in by the anytime walk (feature
+        indices); every prefix of a chain is a trained set.
+    cascades : Cascades, optional
+        Confidence thresholds per chain prefix, for walks that may stop early (none: no cascade).
     measured : mapping of mask to accuracy, optional
         The black box's own scores, when the index ranks sets by something derived from them
         (``scores="monotone"``); empty when ``explored`` holds them.

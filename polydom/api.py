@@ -130,9 +130,10 @@ def build(
         ``ValueError``, or stay silent.
     backend : {"polydom", "greedy", "greedy-acc", "greedy-cost"}, default "polydom"
         A name from the backend table (:mod:`polydom.backends`).
-        The Greedy backends need ``n0`` (the size at which to compare costs while expanding)
-        and accept ``lambdas``; they ignore ``alpha``, ``e``, ``sandwich``, ``candidate_alpha``
-        and ``validate``.
+        The Greedy backends need ``n0`` (the size at which to compare costs while expanding);
+        ``"greedy"`` also accepts ``lambdas`` (``"greedy-acc"`` and ``"greedy-cost"`` fix their
+        grid and refuse it). They ignore ``alpha``, ``e``, ``sandwich``, ``candidate_alpha``,
+        ``tolerance`` and ``validate``.
     n_jobs : int, optional
         Train each lattice layer's sets in parallel through joblib (``-1``: all cores). The
         engine is the caller's ``joblib.parallel_config`` (loky, Dask, Ray); results are

@@ -129,9 +129,9 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         before that, the calls of every feature in the band may raise a feature's guard): the
         machine that serves is not the one that was timed. On the demo (one fitted index, the
         same held-out times) this cut the (size, budget) cells overrunning in more than 2% of
-        their answers from 5 to 2 of 55 on digits and from 10 to 0 on Fashion-MNIST (worst cell
-        22-23% to 1.6-2.6%), for about 0.01 of accuracy; ``benchmarks/serving_guards.py``
-        measures it on a demo run.
+        their answers from 14 to 0 of 55 on digits and from 5 to 0 on Fashion-MNIST (worst cell
+        48.8% and 10.0% to 1.4%), and raised the on-time accuracy over cells by 0.021 and 0.004;
+        ``benchmarks/serving_guards.py`` measures it on a demo run.
     speculate : bool, default False
         Where the guards stop the anytime walk but the next feature's predicted cost still fits
         and would serve a more accurate set, compute it anyway on a worker thread and answer at
@@ -140,10 +140,10 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         0.024-0.047 with no answer late. Served for real (``benchmarks/speculation.py``, one
         image after another on two cores) it is neither free nor exactly on time: the hand-off
         to the worker and the timed wait's wake-up cost tens of microseconds, and an abandoned
-        computation shares the machine with the next requests. At 0.5 ms it raised on-time
-        accuracy by 0.047 (digits) and 0.167 (Fashion-MNIST) but answered 4.3% and 13.0% of the
-        images late (2.0% and 2.3% without); on other indexes its effect at 2 ms ranged from
-        -0.03 to +0.23. So it is opt-in. Read at prediction time; PolyDom indexes only (Greedy
+        computation shares the machine with the next requests. At 0.5 ms, on 300 held-out
+        images each, it answered 6.0% (digits) and 2.0% (Fashion-MNIST) of them late where the
+        walk without it answered 3.0% and 1.0% late, and its on-time accuracy was 0.803 and 0.617
+        against 0.873 and 0.620 without; at 2 ms it changed nothing. So it is opt-in. Read at prediction time; PolyDom indexes only (Greedy
         walks its own sequence).
     backend : str, default "polydom"
         A name from :func:`polydom.backends.buildable` (``"polydom"``, ``"greedy"``,
@@ -156,8 +156,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         advised). ``None``: six sides spread over the training items' sizes.
     timing_repeats : int, default 5
         Passes over the timing images (each computes every feature once per image and side, as
-        serving does): 40 samples per feature and size by default, so that the 0.95 quantile is
-        not decided by one interrupted call.
+        serving does): 40 samples per feature and size by default, so that neither the fitted
+        ``cost_quantile`` nor the guard's upper quantile is decided by one interrupted call.
     timing_images : int, default 8
         How many training images are resized and timed.
     cache_dir : str or path, optional

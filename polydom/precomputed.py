@@ -4,7 +4,10 @@ Users often have features computed already (and a fair comparison with other met
 very same matrices). :func:`fit_features` takes one matrix per feature, the items' labels and the
 features' cost curves, and runs polydom's learning and indexing on them: the same raced learners,
 folds, standard errors and finalist rescoring as :class:`~polydom.CostSensitiveClassifier`, without
-images. What it learned stays inspectable: the folds, the learner chosen per set, every score.
+images. Two defaults differ from the classifier's: the index ranks sets by their measured scores
+(:func:`polydom.build`'s default; pass ``scores="monotone"`` to rank as the classifier does), and
+``random_state`` is 0. What it learned stays inspectable: the folds, the learner chosen per set,
+every score.
 """
 
 from __future__ import annotations
@@ -80,8 +83,10 @@ def fit_features(
         Items of one group (renderings of one picture) stay in one fold.
     learners : classifier, list, or None
         As for :class:`~polydom.CostSensitiveClassifier` (``None``: the default raced learners).
-    cv, cv_repeats, finalist_repeats, scoring, random_state, n_jobs
+    cv, cv_repeats, finalist_repeats, scoring, n_jobs
         As for the classifier.
+    random_state : int or None, default 0
+        Seeds the folds and the learners, as the classifier's does (whose default is None).
     **build_options
         Passed to :func:`polydom.build` (``alpha``, ``e``, ``tolerance``, ``backend``, ``n0``, ...).
 

@@ -34,7 +34,7 @@ def build_progressive(
     time_budget: float,
     alphas: Sequence[float] = DEFAULT_ALPHAS,
     clock: Callable[[], float] = time.monotonic,
-    e: float = 0.0,
+    e: float | str = 0.0,
     domain: tuple[float, float] = (0.0, math.inf),
     sandwich: str = "all",
     n_jobs: int | None = None,
@@ -47,8 +47,11 @@ def build_progressive(
 
     Parameters
     ----------
-    costs, expand, e, domain, sandwich, n_jobs, cache, cache_key, max_expansions, progress
+    costs, expand, domain, sandwich, n_jobs, cache, cache_key, max_expansions, progress
         As for :func:`polydom.build`.
+    e : float or "auto", default 0.0
+        As for :func:`polydom.build`, whose default is ``"auto"``; here each step explores with
+        the tolerance given, 0 unless asked.
     time_budget : float
         Seconds of precompute. The first (largest) alpha always completes; after that no new
         batch of training starts once the budget is spent, and the step in progress is dropped.

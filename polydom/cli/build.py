@@ -50,7 +50,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="module:attribute or path/to/file.py:attribute naming what to build")
     parser.add_argument("--out", required=True, help="where to publish the index (an LMDB index directory)")
     parser.add_argument("--alpha", type=float, default=1.0, help="approximation factor (default 1: exact)")
-    parser.add_argument("--e", type=float, default=0.0, help="monotonicity tolerance (default 0)")
+    parser.add_argument("--e", default=None,
+                        help="monotonicity tolerance: a number >= 0, or auto to measure it on the trained sets "
+                             "(default: the library's -- auto, and 0 with --time-budget)")
     parser.add_argument("--scores", choices=SCORE_MODES, default=None,
                         help="what PolyDom ranks trained sets by: the scores as given or their monotone fit "
                              "(default: measured for a black box, monotone for images, as polydom.build and "
@@ -162,8 +164,13 @@ def _check_options(args) -> None:
     """Bad option values are usage errors (exit 2), found before anything is trained."""
     if not args.alpha >= 1.0:
         raise SpecError(f"--alpha must be >= 1, got {args.alpha}")
-    if not args.e >= 0.0:
-        raise SpecError(f"--e must be >= 0, got {args.e}")
+    if args.e is not None and args.e != "auto":
+        try:
+            args.e = float(args.e)
+        except ValueError:
+            raise SpecError(f"--e must be a number >= 0 or auto, got {args.e!r}") from None
+        if not args.e >= 0.0:
+            raise SpecError(f"--e must be a number >= 0 or auto, got {args.e}")
     if args.n_jobs == 0:
         raise SpecError("--n-jobs must not be 0")
     if args.time_budget is not None and not args.time_budget > 0.0:
@@ -196,6 +203,8 @@ def _build_black_box(obj, args):
     if args.time_budget is not None and "alpha" not in takes:
         raise SpecError(f"--time-budget lowers alpha while time remains; backend {args.backend!r} has no alpha")
     options = {} if args.scores is None else {"scores": args.scores}
+    if args.e is not None:
+        common["e"] = args.e
     if "n0" in takes:
         if args.n0 is None:
             raise SpecError(f"--backend {args.backend} needs --n0 (the size at which costs are compared)")
@@ -205,10 +214,10 @@ def _build_black_box(obj, args):
     progress = TrainingProgress(True, 2 ** len(costs) - sets_in_cache(args.cache, cache_key), label="polydom build")
     try:
         if args.time_budget is not None:
-            index = polydom.build_progressive(costs, expand, time_budget=args.time_budget, e=args.e, progress=progress,
+            index = polydom.build_progressive(costs, expand, time_budget=args.time_budget, progress=progress,
                                               **common)
         else:
-            index = polydom.build(costs, expand, alpha=args.alpha, e=args.e, backend=args.backend, progress=progress,
+            index = polydom.build(costs, expand, alpha=args.alpha, backend=args.backend, progress=progress,
                                   **common, **options)
     except BaseException:
         progress.close(done=False)
@@ -221,7 +230,9 @@ def _build_black_box(obj, args):
 def _build_images(obj, args):
     import polydom
 
-    params = dict(alpha=args.alpha, e=args.e, backend=args.backend, n_jobs=args.n_jobs, progress=True)
+    params = dict(alpha=args.alpha, backend=args.backend, n_jobs=args.n_jobs, progress=True)
+    if args.e is not None:
+        params["e"] = args.e
     if args.scores is not None:
         params["scores"] = args.scores
     if args.cache is not None:

@@ -74,10 +74,26 @@ def test_scores_option_ranks_by_the_monotone_fit(spec_file, tmp_path):
         assert loaded.lookup(size, budget) == direct.lookup(size, budget)
 
 
+@pytest.mark.parametrize("option, e", [([], "auto"), (["--e", "auto"], "auto"), (["--e", "0.02"], 0.02)])
+def test_e_defaults_to_the_library_and_takes_auto_or_a_number(spec_file, tmp_path, option, e):
+    out = tmp_path / "index"
+    assert main(["build", f"{spec_file}:SPEC", "--out", str(out), *option]) == 0
+    loaded = polydom.load(out)
+    inst = polydom.make_synthetic(6, k=None, seed=7)
+    direct = polydom.build(inst.costs, inst.expand, e=e)
+    assert loaded.params["e"] == e == direct.params["e"]
+    assert loaded.stats.get("e_used") == direct.stats.get("e_used")
+    for size, budget in [(1.0, 50.0), (30.0, 900.0), (200.0, 1e5)]:
+        assert loaded.lookup(size, budget) == direct.lookup(size, budget)
+
+
 def test_time_budget_reports_the_alpha_reached(spec_file, tmp_path, capsys):
     out = tmp_path / "index"
     assert main(["build", f"{spec_file}:SPEC", "--out", str(out), "--time-budget", "60"]) == 0
     assert "alpha_reached=1.0" in capsys.readouterr().err
+    assert polydom.load(out).params["e"] == 0.0  # a progressive build's own default
+    assert main(["build", f"{spec_file}:SPEC", "--out", str(out), "--time-budget", "60", "--e", "auto"]) == 0
+    assert polydom.load(out).params["e"] == "auto"
 
 
 @pytest.mark.parametrize("spec, words", [
@@ -95,7 +111,8 @@ def test_bad_spec_exits_2_and_publishes_nothing(spec_file, tmp_path, capsys, spe
     assert not out.exists()
 
 
-@pytest.mark.parametrize("option", [["--alpha", "0.5"], ["--e", "-1"], ["--n-jobs", "0"], ["--time-budget", "0"],
+@pytest.mark.parametrize("option", [["--alpha", "0.5"], ["--e", "-1"], ["--e", "most"], ["--n-jobs", "0"],
+                                    ["--time-budget", "0"],
                                     ["--scores", "monotone", "--time-budget", "5"],
                                     ["--scores", "monotone", "--backend", "greedy", "--n0", "10"]])
 def test_bad_option_values_exit_2(spec_file, tmp_path, capsys, option):
