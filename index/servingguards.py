@@ -33,8 +33,12 @@ is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call s
 *Probing.* A guard that refuses a feature also stops learning from it: the walks that would
 measure it no longer start it. A service that serves one budget would keep, for good, the guard
 it learned during a slow minute. So once ``forget_after`` walks in a band computed a feature no
-more, the band *probes* it: its guard there is the index's again (neither its own nor the pool's)
-until one call is measured. If that call ran below the learned guard, the machine has changed:
+more, and its learned guard there is above the index's, the band *probes* it: its guard there is
+the index's again (neither its own nor the pool's) until one call is measured. A learned guard
+below the index's is not probed: it did not stop the feature (walks at budgets too tight for it
+did), and reverting to the index's would refuse what the machine was measured to fit -- replayed
+on a demo run, a second pass over the held-out grid lost every thumbnail at 89x89 and 0.2 ms
+that way, to its fit-time guard. If that call ran below the learned guard, the machine has changed:
 the band forgets the feature's record and learns it anew from that call on. If not, the record
 stays and the next probe comes ``forget_after`` walks later, so a feature that stays slow costs
 one overrun per probe, not one per pool window. The pool is probed the same way, by the next call
@@ -155,7 +159,9 @@ class ServingGuards:
             if (None, band) in probing:
                 pooled = None
             if any((i, band) in probing for i in range(len(base))):
-                return tuple(g if (i, band) in probing else learned.get((i, band), g if pooled is None else max(g, pooled))
+                # A probe lowers a guard to the index's, never raises one (the module docstring).
+                return tuple(min(g, learned.get((i, band), g)) if (i, band) in probing
+                             else learned.get((i, band), g if pooled is None else max(g, pooled))
                              for i, g in enumerate(base))
         if pooled is None:
             return tuple(learned.get((i, band), g) for i, g in enumerate(base))
@@ -179,10 +185,12 @@ class ServingGuards:
 
     def _probe_idle(self, band: int, walks: int) -> None:
         """Probe the learned records of ``band`` whose feature no walk computed in the last
-        ``forget_after`` walks there."""
+        ``forget_after`` walks there, and whose guard is above the index's (the pool: any)."""
+        base = self.index.cost_guards(2.0 ** (band / 2.0))  # the band's middle size
         with self._lock:
             self._probing.update(key for key, last in self._last.items()
-                                 if key[1] == band and key in self._learned and walks - last > self.forget_after)
+                                 if key[1] == band and key in self._learned and walks - last > self.forget_after
+                                 and (key[0] is None or self._learned[key] > base[key[0]]))
 
     def _record(self, key, ratio: float) -> None:
         if key in self._probing:

@@ -395,6 +395,26 @@ def test_a_band_probes_a_guard_that_stopped_its_feature(any_index, after):
         assert sum(started) == 2 and learn.guards(1.0)[slow] == pytest.approx(3.0)
 
 
+def test_a_band_does_not_probe_a_learned_guard_below_the_index(any_index):
+    from polydom.index.servingguards import ServingGuards
+
+    ix = guarded(any_index, slow=1.5)  # the fit saw slow's calls spread; this machine does not
+    learn = ServingGuards(ix, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4, forget_after=128)
+    slow = ix.space.names.index("slow")
+    curve = ix.cost_of(["slow"], 1.0)
+    for _ in range(8):
+        learn.observe(slow, 1.0, curve, curve)
+    assert learn.guards(1.0)[slow] == pytest.approx(1.0)
+    # Walks at budgets too tight for slow: none computes it, far past forget_after ...
+    for _ in range(400):
+        guards = learn.guards(1.0)
+        assert guards[slow] == pytest.approx(1.0)  # ... and its guard stays the one it learned
+    learn.check()
+    # A probe never raises a guard: probing a record learned below the index's keeps the lower.
+    learn._probing.add((slow, learn.band(1.0)))
+    assert learn.guards(1.0)[slow] == pytest.approx(1.0)
+
+
 def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index):
     from polydom.index.servingguards import ServingGuards
 
