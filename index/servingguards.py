@@ -33,27 +33,32 @@ is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call s
 *Probing.* A guard that refuses a feature also stops learning from it: the walks that would
 measure it no longer start it. A service that serves one budget would keep, for good, the guard
 it learned during a slow minute. So once ``forget_after`` walks in a band computed a feature no
-more, and its learned guard there is above the index's, the band *probes* it: its guard there is
-the index's again (neither its own nor the pool's) until one call is measured. A learned guard
-below the index's is not probed: it did not stop the feature (walks at budgets too tight for it
-did), and reverting to the index's would refuse what the machine was measured to fit -- replayed
-on a demo run, a second pass over the held-out grid lost every thumbnail at 89x89 and 0.2 ms
-that way, to its fit-time guard. If that call ran below the learned guard, the machine has changed:
-the band forgets the feature's record and learns it anew from that call on. If not, the record
-stays and the next probe comes ``forget_after`` walks later, so a feature that stays slow costs
-one overrun per probe, not one per pool window. The pool is probed the same way, by the next call
-of any feature. Probes count walks, not seconds, so a replay decides exactly as it did when it was
-recorded. (The walk counter is read and raised without the lock: a lost increment under
+more, and its learned guard is above the index's at the size being served, the band *probes* it:
+its guard there is the index's again (neither its own nor the pool's) until one call is measured.
+A learned guard at or below the index's is not probed: going back to the index's guard could only
+refuse more, and such a record is idle because the walks ran at budgets too tight for its feature
+(on demo run zd3, served twice over its held-out grid, probing it that way made the second pass
+compute no thumbnail at 89x89 and 0.2 ms, where the first had learned that it fits). If the
+probe's call ran below the learned guard, the machine has changed: the band forgets the
+feature's record and learns it anew from that call on, its guard meanwhile no higher than the one
+it forgot (the pool would otherwise stand in, and may be higher); where the learned guard is not
+above the index's at the call's size, the record is kept. If the call did not run below, the
+record stays and the next probe comes ``forget_after`` walks later, so a feature that stays slow
+costs one overrun per probe, not one per pool window. So a probe never raises a guard. The pool
+is probed the same way, by the next call of any feature. Probes count walks, not seconds, so a
+replay decides exactly as it did when it was recorded. (The walk counter is read and raised without the lock: a lost increment under
 contention only delays a probe.) Two slow calls among a window's first hundred are enough to set
 a guard at the second of them (the cap above stops only one), so the probe comes after 256
 walks: replayed on ten demo runs (``benchmarks/probe_interval.py``), probing after 256 rather
 than 1024 walks changed on-time accuracy over cells by +0.000 to +0.027 per run (the most in the
 run whose recorded times held such a pair), lowered it in none, and raised the worst cell's late
-answers by at most 0.4 points (in one run from 2.2% to 2.6%, with cells above 2% from 1 to 3).
+answers by at most 0.4 points (in one run from 2.2% to 2.6%, with cells above 2% from 1 to 3);
+that replay serves one learning pass, which records learned below the index's guard do not change.
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
-from at least ``pool_min_calls`` of its band.
+from at least ``pool_min_calls`` of its band; only learned records are probed; a forgotten
+record's ceiling (>= 1) lasts until it learns again.
 """
 
 from __future__ import annotations
@@ -131,6 +136,7 @@ class ServingGuards:
         self._walks: dict[int, int] = {}  # per band: calls of guards()
         self._last: dict[tuple, int] = {}  # per record: its band's walk count at its last call
         self._probing: set = set()  # records whose next call decides whether they are forgotten
+        self._ceiling: dict[tuple[int, int], float] = {}  # a forgotten record's guard, until it learns again
         self._ratios: dict[tuple[int, int], deque] = {}
         self._learned: dict[tuple[int, int], float] = {}
         self._calls: dict[tuple[int, int], int] = {}
@@ -151,22 +157,31 @@ class ServingGuards:
         if self.forget_after is not None:
             walks = self._walks[band] = self._walks.get(band, 0) + 1
             if walks % _PROBE_CHECK == 0:
-                self._probe_idle(band, walks)
+                self._probe_idle(band, walks, base)
         learned = self._learned
         probing = self._probing
         pooled = learned.get((None, band))
-        if probing:
+        if probing or self._ceiling:
             if (None, band) in probing:
                 pooled = None
-            if any((i, band) in probing for i in range(len(base))):
-                # A probe lowers a guard to the index's, never raises one (the module docstring).
-                return tuple(min(g, learned.get((i, band), g)) if (i, band) in probing
-                             else learned.get((i, band), g if pooled is None else max(g, pooled))
-                             for i, g in enumerate(base))
+            if self._ceiling or any((i, band) in probing for i in range(len(base))):
+                return tuple(self._guard_while_probing((i, band), g, pooled) for i, g in enumerate(base))
         if pooled is None:
             return tuple(learned.get((i, band), g) for i, g in enumerate(base))
         # The pool mixes features with lighter and heavier tails: it only ever raises a guard.
         return tuple(learned.get((i, band), max(g, pooled)) for i, g in enumerate(base))
+
+    def _guard_while_probing(self, key, base: float, pooled: float | None) -> float:
+        """One feature's guard where the band probes or a record was forgotten (the module
+        docstring, *probing*): a probe or a fresh start never raises a guard."""
+        learned = self._learned.get(key)
+        if key in self._probing:
+            return base if learned is None else min(base, learned)
+        if learned is not None:
+            return learned
+        guard = base if pooled is None else max(base, pooled)
+        ceiling = self._ceiling.get(key)
+        return guard if ceiling is None else min(guard, ceiling)
 
     def seen(self, size: float) -> tuple[int, ...]:
         """Per feature, in index order: the calls recorded in ``size``'s band."""
@@ -178,26 +193,36 @@ class ServingGuards:
         where its curve predicted ``predicted``."""
         if not (predicted > 0.0 and math.isfinite(measured) and measured >= 0.0):
             return
-        band = self.band(size)
+        key = (int(feature), self.band(size))
+        # The index's guard matters only to a probe's call; a call that races the probe's start
+        # is judged without it, as every probe was before.
+        base = self.index.cost_guards(size)[key[0]] if key in self._probing else None
         with self._lock:
-            for key in ((int(feature), band), (None, band)):
-                self._record(key, measured / predicted)
+            self._record(key, measured / predicted, base)
+            self._record((None, key[1]), measured / predicted, None)
 
-    def _probe_idle(self, band: int, walks: int) -> None:
+    def _probe_idle(self, band: int, walks: int, base) -> None:
         """Probe the learned records of ``band`` whose feature no walk computed in the last
-        ``forget_after`` walks there, and whose guard is above the index's (the pool: any)."""
-        base = self.index.cost_guards(2.0 ** (band / 2.0))  # the band's middle size
+        ``forget_after`` walks there, and whose guard is above the index's ``base`` (the guards
+        at the size being served; the pool: any)."""
         with self._lock:
             self._probing.update(key for key, last in self._last.items()
                                  if key[1] == band and key in self._learned and walks - last > self.forget_after
                                  and (key[0] is None or self._learned[key] > base[key[0]]))
 
-    def _record(self, key, ratio: float) -> None:
+    def _record(self, key, ratio: float, base: float | None) -> None:
+        """Add one call's ``ratio`` to ``key``'s record; ``base``: the index's guard of the
+        feature at the call's size when the record is probed (None: not known, or the pool)."""
         if key in self._probing:
             self._probing.discard(key)
-            if ratio < self._learned.get(key, math.inf):  # faster than it learned: start afresh
+            learned = self._learned.get(key, math.inf)
+            # Faster than it learned: start afresh -- unless the learned guard is not above the
+            # index's here, where starting afresh would only raise it.
+            if ratio < learned and (base is None or learned > base):
                 for table in (self._ratios, self._learned, self._calls):
                     table.pop(key, None)
+                if key[0] is not None:
+                    self._ceiling[key] = learned
         self._last[key] = self._walks.get(key[1], 0)
         ratios = self._ratios.get(key)
         if ratios is None:
@@ -207,6 +232,7 @@ class ServingGuards:
         least = self.min_calls if key[0] is not None else self.pool_min_calls
         if calls >= least and (calls - least) % self.refresh == 0:
             self._learned[key] = max(1.0, upper_quantile(ratios, self.quantile))
+            self._ceiling.pop(key, None)
 
     def snapshot(self) -> "ServingGuards":
         """An independent copy of what was learned so far: two walks served from two snapshots
@@ -217,6 +243,7 @@ class ServingGuards:
             copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)
             copy._walks, copy._last, copy._probing = dict(self._walks), dict(self._last), set(self._probing)
+            copy._ceiling = dict(self._ceiling)
         return copy
 
     def check(self) -> None:
@@ -227,3 +254,5 @@ class ServingGuards:
             assert least <= len(self._ratios[key]) <= self.window, key
         assert set(self._last) == set(self._ratios) == set(self._calls), "every record knows when it was last called"
         assert self._probing <= set(self._learned), "only a learned guard is probed"
+        assert not set(self._ceiling) & set(self._learned), "a ceiling lasts until its record learns again"
+        assert all(c >= 1.0 and key[0] is not None for key, c in self._ceiling.items())
