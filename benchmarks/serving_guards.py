@@ -82,7 +82,8 @@ def main(argv=None) -> int:
     path = os.path.join(RESULTS, f"serving-guards-{dataset}.md")
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"# Guards learned while serving ({dataset})\n\n"
-                f"`python -P benchmarks/serving_guards.py --out OUT` ({dataset}) on a demo run's saved "
+                f"`python -P benchmarks/serving_guards.py --out {os.path.basename(os.path.normpath(args.out))}` "
+                f"({dataset}, `polydom demo` seed {run_arguments(args.out).seed}) on a demo run's saved "
                 f"index and held-out times ({len(y)} images, {len(DEFAULT_BUDGETS)} budgets); accuracies ± one "
                 "standard error over pictures, differences paired. On time: an answer whose measured extraction "
                 "time exceeded its budget counts as wrong.\n\n" + table + "\n")

@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import warnings
@@ -168,9 +169,9 @@ def _check_options(args) -> None:
         try:
             args.e = float(args.e)
         except ValueError:
-            raise SpecError(f"--e must be a number >= 0 or auto, got {args.e!r}") from None
-        if not args.e >= 0.0:
-            raise SpecError(f"--e must be a number >= 0 or auto, got {args.e}")
+            raise SpecError(f"--e must be a finite number >= 0 or auto, got {args.e!r}") from None
+        if not (args.e >= 0.0 and math.isfinite(args.e)):
+            raise SpecError(f"--e must be a finite number >= 0 or auto, got {args.e}")
     if args.n_jobs == 0:
         raise SpecError("--n-jobs must not be 0")
     if args.time_budget is not None and not args.time_budget > 0.0:

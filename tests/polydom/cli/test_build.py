@@ -87,6 +87,26 @@ def test_e_defaults_to_the_library_and_takes_auto_or_a_number(spec_file, tmp_pat
         assert loaded.lookup(size, budget) == direct.lookup(size, budget)
 
 
+IMAGES_SPEC = textwrap.dedent("""
+    from polydom.featurizers.datasets import load_digits_images
+
+    def DIGITS():
+        images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=4)
+        return {"images": images, "labels": labels, "features": ["thumbnail", "intensity_hist"], "cv": 2,
+                "random_state": 0}
+""")
+
+
+@pytest.mark.parametrize("option, e", [([], "auto"), (["--e", "0.01"], 0.01)])
+def test_an_images_build_keeps_the_classifiers_e_unless_given(tmp_path, option, e):
+    spec = tmp_path / "images.py"
+    spec.write_text(IMAGES_SPEC)
+    out = tmp_path / "index"
+    assert main(["build", f"{spec}:DIGITS", "--out", str(out), *option]) == 0
+    fitted = polydom.CostSensitiveClassifier.load(out)
+    assert fitted.e == e and fitted.index_.params["e"] == e
+
+
 def test_time_budget_reports_the_alpha_reached(spec_file, tmp_path, capsys):
     out = tmp_path / "index"
     assert main(["build", f"{spec_file}:SPEC", "--out", str(out), "--time-budget", "60"]) == 0
@@ -111,7 +131,7 @@ def test_bad_spec_exits_2_and_publishes_nothing(spec_file, tmp_path, capsys, spe
     assert not out.exists()
 
 
-@pytest.mark.parametrize("option", [["--alpha", "0.5"], ["--e", "-1"], ["--e", "most"], ["--n-jobs", "0"],
+@pytest.mark.parametrize("option", [["--alpha", "0.5"], ["--e", "-1"], ["--e", "most"], ["--e", "inf"], ["--n-jobs", "0"],
                                     ["--time-budget", "0"],
                                     ["--scores", "monotone", "--time-budget", "5"],
                                     ["--scores", "monotone", "--backend", "greedy", "--n0", "10"]])
