@@ -30,37 +30,38 @@ the cap changes nothing at the default quantile (the 0.99 quantile of 256 ratios
 second largest; so does any quantile up to 254/255); a quantile of 1 asks for the largest and
 is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call still sets a guard.
 
-*Probing.* A guard that refuses a feature also stops learning from it: the walks that would
-measure it no longer start it. A service that serves one budget would keep, for good, the guard
-it learned during a slow minute. So once ``forget_after`` walks in a band computed a feature no
-more, and its learned guard is above the index's at the size being served, the band *probes* it:
-its guard there is the index's again (neither its own nor the pool's) until one call is measured.
-A learned guard at or below the index's is not probed: going back to the index's guard could only
-refuse more, and such a record is idle because the walks ran at budgets too tight for its feature
-(on demo run zd3, served twice over its held-out grid, probing it that way made the second pass
-compute no thumbnail at 89x89 and 0.2 ms, where the first had learned that it fits). If the
-probe's call ran below the learned guard, the machine has changed: the band forgets the
-feature's record and learns it anew from that call on, its guard meanwhile no higher than the one
-it forgot (the pool would otherwise stand in, and may be higher); where the learned guard is not
-above the index's at the call's size, the record is kept. If the call did not run below, the
-record stays and the next probe comes ``forget_after`` walks later, so a feature that stays slow
-costs one overrun per probe, not one per pool window. So a probe never raises a guard. The pool
-is probed the same way, by the next call of any feature. Probes count walks, not seconds, so a
-replay decides exactly as it did when it was recorded. (The walk counter is read and raised without the lock: a lost increment under
-contention only delays a probe.) Two slow calls among a window's first hundred are enough to set
-a guard at the second of them (the cap above stops only one), so the probe comes after 256
-walks: replayed on ten demo runs (``benchmarks/probe_interval.py``), probing after 256 rather
-than 1024 walks changed on-time accuracy over cells by +0.000 to +0.027 per run (the most in the
-run whose recorded times held such a pair), lowered it in none, and raised the worst cell's late
-answers by at most 0.4 points (in one run from 2.2% to 2.6%, with cells above 2% from 1 to 3);
-that replay serves one learning pass, which the rule above for guards learned below the index's
-changed little (on the eight demo runs of ``benchmarks/results/seeds-*-monotone.md``, 27 answers
-of one run's 27,500).
+*Probing.* A guard that refuses a feature also stops learning from it: the walks that would measure
+it no longer start it. A service that serves one budget would keep, for good, the guard it learned
+during a slow minute. So once ``forget_after`` walks in a band computed a feature no more, and its
+learned guard is above the index's at the size being served, the band *probes* it: until one call
+is measured, its guard there is the lower of the index's and its own (the pool's left out). A
+learned guard at or below the index's needs no probe -- it is not what stopped the feature -- and
+is left alone. If the probe's call ran below the learned guard, and that guard is above the index's
+at the call's size, the machine has changed: the band forgets the feature's record and learns it
+anew from that call on, its guard meanwhile no higher than the one it forgot (the pool, or the
+index's guard at another size of the band, would otherwise stand in, and may be higher). Otherwise
+the record stays and the next probe comes ``forget_after`` walks later, so a feature that stays
+slow costs one overrun per probe, not one per pool window. So a probe never raises a guard. Before
+it did: on demo run zd3, served twice over its held-out grid, a probe of the thumbnail's record
+(learned below the fit's guard at 89x89, idle while the budgets were too tight for any feature)
+made the second pass compute nothing at 89x89 and 0.2 ms, where the first had learned that the
+thumbnail fits. The pool is probed whatever its guard, by the next call of any feature, and
+forgotten without a ceiling. Probes count walks, not seconds, so a replay decides exactly as it did
+when it was recorded. (The walk counter is read and raised without the lock: a lost increment under
+contention only delays a probe.) Two slow calls among a window's first hundred are enough to set a
+guard at the second of them (the cap above stops only one), so the probe comes after 256 walks:
+replayed on ten demo runs (``benchmarks/probe_interval.py``), probing after 256 rather than 1024
+walks changed on-time accuracy over cells by +0.000 to +0.027 per run (the most in the run whose
+recorded times held such a pair), lowered it in none, and raised the worst cell's late answers by
+at most 0.4 points (in one run from 2.2% to 2.6%, with cells above 2% from 1 to 3); that replay
+serves one learning pass, which the rule above for guards learned below the index's changed little
+(on the eight demo runs of ``benchmarks/results/seeds-*-monotone.md``, 27 answers of one run's
+27,500).
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
 from at least ``pool_min_calls`` of its band; only learned records are probed; a forgotten
-record's ceiling (>= 1) lasts until it learns again.
+feature record's ceiling (>= 1) lasts until it learns again.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ class ServingGuards:
         """Per feature, in index order: the learned guard of ``size``'s band where there is one,
         else the index's guard at ``size``, raised to the band's pooled guard where that is larger."""
         base = self.index.cost_guards(size)
-        if not self._learned:
+        if not self._learned and not self._ceiling:
             return base
         band = self.band(size)
         if self.forget_after is not None:
@@ -219,7 +220,7 @@ class ServingGuards:
             self._probing.discard(key)
             learned = self._learned.get(key, math.inf)
             # Faster than it learned: start afresh -- unless the learned guard is not above the
-            # index's here, where starting afresh would only raise it.
+            # index's here, where it is not what held the feature back and its calls are kept.
             if ratio < learned and (base is None or learned > base):
                 for table in (self._ratios, self._learned, self._calls):
                     table.pop(key, None)
@@ -250,6 +251,10 @@ class ServingGuards:
 
     def check(self) -> None:
         """Assert the module's invariant."""
+        with self._lock:
+            self._check()
+
+    def _check(self) -> None:
         for key, guard in self._learned.items():
             assert guard >= 1.0, (key, guard)
             least = self.min_calls if key[0] is not None else self.pool_min_calls

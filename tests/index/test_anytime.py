@@ -435,6 +435,9 @@ def test_a_probe_never_raises_a_guard(any_index):
         learn.observe(slow, 1.0, curve["slow"], 1.5 * curve["slow"])
     pool_at(2.5, 8)
     assert learn.guards(1.0)[slow] == learn.guards(1.15)[slow] == pytest.approx(1.5)
+    for _ in range(200):  # idle, but served at 1.15 (1.5 <= 2.0): not probed
+        learn.guards(1.15)
+    assert learn.guards(1.0)[slow] == pytest.approx(1.5)
     for _ in range(200):  # idle: slow (1.5 > 1.2 at size 1) is probed
         learn.guards(1.0)
     learn.check()
@@ -443,6 +446,7 @@ def test_a_probe_never_raises_a_guard(any_index):
     # The probe's call comes at 1.15, where the learned guard is below the index's: kept.
     learn.observe(slow, 1.15, curve["slow"], 1.1 * curve["slow"])
     assert learn.guards(1.15)[slow] == pytest.approx(1.5)
+    assert learn.seen(1.15)[slow] == 9  # kept: its 8 calls and the probe's
     # Probed again; a faster call at size 1 forgets the record, and while it learns anew its
     # guard stays below what it forgot, though the pool stands higher.
     for _ in range(200):
@@ -450,11 +454,27 @@ def test_a_probe_never_raises_a_guard(any_index):
     learn.observe(slow, 1.0, curve["slow"], 1.1 * curve["slow"])
     pool_at(2.5, 7)
     learn.check()
-    assert learn.guards(1.0)[slow] == pytest.approx(1.5)
+    assert learn.guards(1.0)[slow] == learn.snapshot().guards(1.0)[slow] == pytest.approx(1.5)
     for _ in range(7):
         learn.observe(slow, 1.0, curve["slow"], 1.1 * curve["slow"])
     learn.check()
     assert learn.guards(1.0)[slow] == pytest.approx(1.1)  # learned anew: its own calls again
+
+
+def test_a_forgotten_guard_stays_capped_when_nothing_else_is_learned(any_index):
+    from polydom.index.servingguards import ServingGuards
+
+    ix = by_size(any_index, {1.0: {"slow": 1.2}, 1.15: {"slow": 2.0}})
+    learn = ServingGuards(ix, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4, forget_after=128)
+    slow = ix.space.names.index("slow")
+    curve = ix.cost_of(["slow"], 1.0)
+    for _ in range(8):  # only slow is served: its record and the band's pool learn 1.5
+        learn.observe(slow, 1.0, curve, 1.5 * curve)
+    for _ in range(200):
+        learn.guards(1.0)
+    learn.observe(slow, 1.0, curve, 1.1 * curve)  # the probe's call forgets both records
+    learn.check()
+    assert learn.guards(1.15)[slow] == pytest.approx(1.5)  # not the index's 2.0 there
 
 
 def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index):
