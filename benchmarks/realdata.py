@@ -98,7 +98,7 @@ def fit_all(images, labels, groups, base: dict, methods, log):
     fitted, seconds = {}, {}
     by_params = {}
     clf = polydom.CostSensitiveClassifier(**base, warm_start=True)
-    defaults = {k: v for k, v in clf.get_params(deep=False).items()}
+    defaults = clf.get_params(deep=False)
     for name, (params, _) in methods.items():
         key = repr(sorted(params.items()))
         if key in by_params:

@@ -180,8 +180,7 @@ def plan_batch(
     rows = np.arange(n)
     cost = table.costs[rows, position]
     acc = table.accuracy[rows, position]
-    choices = Batch(table.masks[rows, position], acc, cost, index.space, index.models,
-                    getattr(index, "std_error", None))
+    choices = Batch.of(index, table.masks[rows, position], acc, cost)
     mean = float(acc.mean()) if n else 0.0
     bound = max(bound / n if n else 0.0, mean)
     return BatchPlan(choices, math.fsum(cost.tolist()), float(total_budget), bound, "milp" if exact else "greedy",

@@ -114,6 +114,12 @@ class Batch:
         self._space, self._models, self._std_errors = space, models, std_errors
         self._std_error_column = None
 
+    @classmethod
+    def of(cls, backend, keys, accuracy, cost) -> "Batch":
+        """Answers chosen from ``backend``'s options (a planner's): decoded with its feature
+        space and models, carrying its standard errors when it keeps any."""
+        return cls(keys, accuracy, cost, backend.space, backend.models, getattr(backend, "std_error", None))
+
     @property
     def std_error(self) -> np.ndarray | None:
         if self._std_errors is None:

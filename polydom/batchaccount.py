@@ -273,7 +273,7 @@ class BatchAccount:
         key[rows - start], acc[rows - start] = rest.masks[at, position], rest.accuracy[at, position]
         cost = self._spend[start:]
         mean = float(acc.mean()) if len(acc) else 0.0
-        choices = Batch(key, acc, cost.copy(), self.index.space, self.index.models, getattr(self.index, "std_error", None))
+        choices = Batch.of(self.index, key, acc, cost.copy())
         return BatchPlan(choices, math.fsum(cost.tolist()),
                          float(budget), max(bound / len(acc) if len(acc) else 0.0, mean),
                          "milp" if exact else "greedy", bool(optimal))

@@ -268,9 +268,8 @@ class StreamBudget:
         """
         if self.adapt is not None and np.ndim(sizes) == 1 and len(sizes) > 1:
             parts = [self.choose_many([size]) for size in sizes]
-            return Batch(np.concatenate([b.keys for b in parts]), np.concatenate([b.accuracy for b in parts]),
-                         np.concatenate([b.cost for b in parts]), self.index.space, self.index.models,
-                         getattr(self.index, "std_error", None))
+            return Batch.of(self.index, np.concatenate([b.keys for b in parts]),
+                            np.concatenate([b.accuracy for b in parts]), np.concatenate([b.cost for b in parts]))
         table, hull_cost, hull_acc, hull_mask, slope = _hull_table(self.index, sizes, self.max_item_budget)
         n = len(table)
         cheap, dear = _positions(slope, self.price_)
@@ -306,7 +305,7 @@ class StreamBudget:
                     scale = self.fitted_price_ if self.fitted_price_ > 0 else 1.0 / self.mean_budget
                     step = self.adapt * scale * (float(cost[i]) - self.mean_budget) / self.mean_budget
                     self.price_ = max(0.0, self.price_ + step)
-        return Batch(key, acc, cost, self.index.space, self.index.models, getattr(self.index, "std_error", None))
+        return Batch.of(self.index, key, acc, cost)
 
     def _fallback(self, table, i: int, left: float, cost, acc, key) -> float:
         """Serve item ``i`` the most accurate option costing at most ``left`` (cheapest among equals)."""
