@@ -14,12 +14,13 @@ from .anytime import chain_order, chain_prefixes
 from .costcurve import CostCurve
 from .skyline import PolyDomIndex
 
-__all__ = ["SCORE_MODES", "build_polydom", "check_scores", "explore_with_tolerance", "index_from_expanded", "rank_scores",
+__all__ = ["SCORE_MODES", "bounded_scores", "build_polydom", "check_scores", "explore_with_tolerance", "index_from_expanded", "rank_scores",
            "train_prefix_chains"]
 
-#: How the index ranks trained sets: by the black box's scores as measured, or by their monotone
-#: fit (:func:`polydom.lattice.monotone_scores`).
-SCORE_MODES = ("measured", "monotone")
+#: How the index ranks trained sets: by the black box's scores as measured, by their monotone
+#: fit (:func:`polydom.lattice.monotone_scores`), or by that fit held within one standard error
+#: of each set's measured score (:func:`bounded_scores`).
+SCORE_MODES = ("measured", "monotone", "bounded")
 
 
 def index_from_expanded(
@@ -84,10 +85,35 @@ def rank_scores(measured: Mapping[int, float], std_error: Mapping[int, float], s
     if scores == "measured":
         return dict(measured), {}, {}
     ranked = monotone_scores(measured, std_error)
+    if scores == "bounded":
+        ranked = bounded_scores(ranked, measured, std_error)
     moves = [ranked[m] - measured[m] for m in measured]
     stats = dict(score_largest_rise=max(moves, default=0.0), score_largest_fall=-min(moves, default=0.0),
                  scores_moved=sum(abs(d) > 1e-4 for d in moves))
     return ranked, dict(measured), stats
+
+
+def bounded_scores(fitted: Mapping[int, float], measured: Mapping[int, float],
+                   std_error: Mapping[int, float]) -> dict[int, float]:
+    """``fitted`` (mask -> score) held within one standard error of each set's ``measured`` score.
+
+    The monotone fit pools a lucky score with its supersets', which is what it is for; but it can
+    also pull a set far below its measurement (the whole feature set pooled with its many weaker
+    subsets' supersets) and rank it under a set its measurement beats by several standard
+    errors. Held within ``measured +- std_error``, a served set ``s`` ranks at least as high as an
+    affordable ``t`` only if ``measured[s] + se[s] >= measured[t] - se[t]``: no served set is
+    measured more than ``se[s] + se[t]`` below an affordable trained one. Sets without a standard
+    error keep their measured score. The result need not be monotone on the subset order.
+    """
+    out = {}
+    for m, score in fitted.items():
+        se = std_error.get(m)
+        base = measured[m]
+        if se is None or not math.isfinite(se) or se <= 0:
+            out[m] = base
+        else:
+            out[m] = min(max(score, base - se), base + se)
+    return out
 
 
 def _reference_size(domain: tuple[float, float], bounds) -> float:

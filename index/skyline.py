@@ -270,6 +270,41 @@ class PolyDomIndex(CostSensitiveIndex):
             chains=self.chains, cascades=self.cascades, measured=self.measured,
         )
 
+    def with_scores(self, scores: str) -> "PolyDomIndex":
+        """The same trained sets and models, ranked by ``scores``; nothing is trained again.
+
+        Parameters
+        ----------
+        scores : {"measured", "monotone", "bounded"}
+            ``"measured"``: the black box's scores; ``"monotone"``: their weighted isotonic fit on
+            the subset order (:func:`polydom.lattice.monotone_scores`); ``"bounded"``: that fit
+            held within one standard error of each set's measured score
+            (:func:`polydom.index.build.bounded_scores`).
+
+        Returns
+        -------
+        PolyDomIndex
+            Swept again over the new ranking; ``measured_scores`` and ``std_error`` unchanged.
+            Chains keep their order (it only decides which prefix is computed first).
+
+        Examples
+        --------
+        >>> import polydom
+        >>> scores = {"": 0.5, "a": 0.7, "b": 0.6, "ab": 0.65}
+        >>> index = polydom.build({"a": [1.0], "b": [2.0]}, lambda s: scores["".join(sorted(s))])
+        >>> sorted(index.lookup(1, 3.0).features), sorted(index.with_scores("monotone").lookup(1, 3.0).features)
+        (['a'], ['a', 'b'])
+        """
+        from .build import rank_scores  # the ranking rules live with the build pipeline
+
+        ranked, measured, fit_stats = rank_scores(self.measured_scores, self.std_error, scores)
+        keep = {k: v for k, v in self.stats.items() if k not in ("score_largest_rise", "score_largest_fall", "scores_moved")}
+        return type(self).from_trained(
+            self.space, self.costs, ranked, domain=self.domain, candidate_alpha=self.params.get("candidate_alpha", 1.0),
+            models=self.models, stats={**keep, **fit_stats}, params={**self.params, "scores": scores},
+            std_error=self.std_error, chains=self.chains, cascades=self.cascades, measured=measured,
+        )
+
     def _summary_details(self) -> dict:
         return {
             "candidates": len(self.candidates),

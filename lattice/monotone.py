@@ -25,10 +25,13 @@ import numpy as np
 
 from .featureset import popcount
 
-__all__ = ["DEFAULT_TIE_STEP", "DENSE_LIMIT", "cover_pairs", "monotone_scores"]
+__all__ = ["DEFAULT_TIE_STEP", "DENSE_LIMIT", "MAX_WEIGHT_RATIO", "cover_pairs", "monotone_scores"]
 
 #: What each feature adds to the scores of sets the fit pools together (see the module docstring).
 DEFAULT_TIE_STEP = 1e-6
+
+#: The largest weight of one set over the median set's in the weighted fit (a floor on standard errors).
+MAX_WEIGHT_RATIO = 100.0
 
 #: Above this many matrix entries (covering pairs x sets) the projection uses a sparse solver.
 DENSE_LIMIT = 4_000_000
@@ -77,8 +80,10 @@ def monotone_scores(
         Measured scores of trained sets, each in ``[0, 1]``.
     std_error : mapping of int to float, optional
         Standard errors of those scores; a set weighs ``1 / se**2`` (a set rescored on more folds
-        moves less). Missing or zero standard errors take the smallest positive one given; with
-        none at all, or above :data:`DENSE_LIMIT`, every set weighs the same.
+        moves less). Standard errors below the median one over ``sqrt(MAX_WEIGHT_RATIO)`` are
+        raised to it, so that no set outweighs the median one more than :data:`MAX_WEIGHT_RATIO`
+        times; missing or zero ones take that floor. With none at all, or above
+        :data:`DENSE_LIMIT`, every set weighs the same.
     tie_step : float, default :data:`DEFAULT_TIE_STEP`
         Added per feature to sets the fit pools together, so the larger ranks first.
 
@@ -87,7 +92,8 @@ def monotone_scores(
     dict of int to float
         Same keys; for every pair ``s ⊊ t`` of keys the value of ``t`` is ``>=`` that of ``s`` plus
         ``tie_step`` per extra feature (clipping to ``[0, 1]`` may flatten the step at 1), so
-        :func:`~polydom.lattice.audit_monotonicity` finds no violation.
+        :func:`~polydom.lattice.audit_monotonicity` finds no violation; every value lies within
+        the range of the measured scores.
     """
     masks = np.fromiter(accuracy.keys(), dtype=np.int64, count=len(accuracy))
     if len(masks) == 0:
@@ -95,8 +101,13 @@ def monotone_scores(
     sizes = np.array([popcount(int(m)) for m in masks], dtype=float)
     y = np.fromiter(accuracy.values(), dtype=float, count=len(masks)) - tie_step * sizes
     se = np.array([(std_error or {}).get(int(m), 0.0) or 0.0 for m in masks], dtype=float)
+    se = np.where(np.isfinite(se), se, 0.0)
     positive = se[se > 0]
-    se = np.where(se > 0, se, positive.min() if len(positive) else 1.0)
+    # Weights are 1/se**2: a round-off standard error (folds that agreed exactly) would weigh
+    # 1e32 and swamp every other set, and the solver's rounding then leaves the measured range.
+    # No set weighs more than MAX_WEIGHT_RATIO times the median one.
+    floor = float(np.median(positive)) / np.sqrt(MAX_WEIGHT_RATIO) if len(positive) else 1.0
+    se = np.maximum(np.where(se > 0, se, floor), floor)
     root_w = 1.0 / se
     lower, upper = cover_pairs(masks)
     fit = y.copy()
@@ -108,7 +119,10 @@ def monotone_scores(
         lo, up = lower[pair], upper[pair]
         if fit[up] < fit[lo]:
             fit[up] = fit[lo]
-    out = np.clip(fit + tie_step * sizes, 0.0, 1.0)
+    # A least-squares isotonic fit is a weighted average of measurements and cannot leave their
+    # range; the clip removes what rounding adds (the tie steps stay inside it as well).
+    measured = np.fromiter(accuracy.values(), dtype=float, count=len(masks))
+    out = np.clip(fit + tie_step * sizes, max(measured.min(), 0.0), min(measured.max(), 1.0))
     return dict(zip(masks.tolist(), out.tolist()))
 
 

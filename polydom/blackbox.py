@@ -125,6 +125,8 @@ class FeatureSetLearner:
         self._set_warnings: dict[frozenset, list] = {}
         sizes = [(len(tr), len(te)) for tr, te in self.splits]
         self._test_fraction = float(np.mean([te / (tr + te) for tr, te in sizes]))
+        # Items a pass over the folds scores (the floor of every standard error, learners.standard_error).
+        self._n_items = int(round(np.mean([tr + te for tr, te in sizes])))
 
     # ------------------------------------------------------------------ black box
 
@@ -196,7 +198,7 @@ class FeatureSetLearner:
             for s in todo:
                 folds = np.concatenate([self.fold_scores[s], [next(extra) for _ in self.rescore_splits]])
                 old = self.cache[s]
-                self.cache[s] = Expansion(float(folds.mean()), old.model, standard_error(folds, self._test_fraction))
+                self.cache[s] = Expansion(float(folds.mean()), old.model, standard_error(folds, self._test_fraction, self._n_items))
                 self.fold_scores[s] = folds
                 self.rescored.add(s)
                 self._set_warnings.pop(s, None)  # counted in self.warnings; the set's info is out already
@@ -386,7 +388,7 @@ class FeatureSetLearner:
             # count them in the building process (remember).
             info = {"learner": name, "folds": folds.tolist(), "contested": contested[s],
                     "warnings": self._set_warnings.pop(s, [])}
-            self.cache[s] = Expansion(mean, model, standard_error(folds, self._test_fraction), info)
+            self.cache[s] = Expansion(mean, model, standard_error(folds, self._test_fraction, self._n_items), info)
             self.chosen[s] = name
             self.fold_scores[s] = folds
         self.fits += len(todo)

@@ -53,12 +53,15 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         The tie rule: among affordable sets within ``tolerance`` of the best, serve the cheapest.
         ``0``: the most accurate (the paper's rule); ``None``: within one standard error of the
         difference of their scores (opt-in: with few training items it serves too cheap sets).
-    scores : {"monotone", "measured"}, default "monotone"
+    scores : {"bounded", "monotone", "measured"}, default "bounded"
         What the PolyDom index ranks trained sets by. ``"monotone"``: the weighted isotonic fit
         of the cross-validated scores on the subset order (a superset never ranks below its
-        subset), which takes out the luck that picking the best of many noisy scores rewards;
-        on held-out digits it served more accurate sets than the raw scores (see
-        ``benchmarks/results/``). ``"measured"``: the scores as cross-validated.
+        subset), which takes out the luck that picking the best of many noisy scores rewards.
+        ``"bounded"``: that fit held within one standard error of each set's measured score, so
+        no set is served whose measured score lies more than the two sets' standard errors
+        below an affordable trained set (:func:`polydom.index.build.bounded_scores`).
+        ``"measured"``: the scores as cross-validated. ``index_.with_scores(mode)`` re-ranks a
+        fitted index without training (``docs/score-ranking.md``).
         ``index_.measured_scores`` holds the measured scores either way. PolyDom backend only
         (the Greedy backends walk the measured scores).
     cv : int or cross-validation splitter, default 5
@@ -223,7 +226,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     _constraints = CONSTRAINTS  # declared in polydom.classifier_params, checked when fit starts
 
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
-                 tolerance=0.0, scores="monotone", cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.0,
+                 tolerance=0.0, scores="bounded", cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.0,
                  cascade_price=None, cascade_relative_price=None, cascade_mean_cost=None, cascade_saving=None, cascade_per_class=False, extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
                  calibrate_costs=True, cost_guard=0.99, learn_guards=True, speculate=False, backend="polydom",
                  lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,

@@ -78,18 +78,30 @@ def as_learners(estimator) -> list[tuple[str, object]]:
     return out
 
 
-def standard_error(scores: Sequence[float], test_fraction: float) -> float:
+def standard_error(scores: Sequence[float], test_fraction: float, n_items: int | None = None) -> float:
     """Standard error of the mean of cross-validation scores, corrected for overlapping training sets.
 
     ``sqrt((1/J + n_test/n_train) * s^2)`` for ``J`` scores with sample variance ``s^2`` (the
     corrected resampled-t variance of Nadeau and Bengio): folds share most of their training
     items, so their scores are correlated and the naive ``s / sqrt(J)`` is too small.
+
+    With ``n_items`` (the items the scores were measured on, each once per pass over the folds)
+    the result is at least the binomial standard error of an accuracy measured on that many items,
+    ``sqrt(p (1 - p) / n_items)`` with ``p`` the mean score pulled towards 1/2 by one success and
+    one failure (Laplace). Folds can agree exactly -- two feature sets whose models make the same
+    mistakes -- and a standard error of 0 or of round-off size would give one set all the weight
+    of a weighted fit (:func:`polydom.lattice.monotone_scores`); no score measured on ``n_items``
+    items is known better than that floor.
     """
     scores = np.asarray(scores, dtype=float)
+    floor = 0.0
+    if n_items is not None and n_items > 0 and len(scores):
+        p = (float(scores.mean()) * n_items + 1.0) / (n_items + 2.0)
+        floor = math.sqrt(p * (1.0 - p) / n_items)
     if len(scores) < 2:
-        return 0.0
+        return floor
     ratio = test_fraction / max(1e-12, 1.0 - test_fraction)
-    return float(math.sqrt((1.0 / len(scores) + ratio) * scores.var(ddof=1)))
+    return max(floor, float(math.sqrt((1.0 / len(scores) + ratio) * scores.var(ddof=1))))
 
 
 def make_splits(cv, y, groups=None, random_state=None, repeats: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -182,8 +182,8 @@ def _check_options(args) -> None:
         raise SpecError(f"--blas-threads must be >= 0, got {args.blas_threads}")
     if args.scores is not None and args.backend != "polydom":
         raise SpecError(f"--scores ranks PolyDom's trained sets; backend {args.backend!r} has none to rank")
-    if args.scores == "monotone" and args.time_budget is not None:
-        raise SpecError("--scores monotone cannot be combined with --time-budget (a progressive build ranks by "
+    if args.scores in ("monotone", "bounded") and args.time_budget is not None:
+        raise SpecError(f"--scores {args.scores} cannot be combined with --time-budget (a progressive build ranks by "
                         "measured scores)")
 
 

@@ -50,11 +50,10 @@ def with_scores(clf, scores: str):
     Unlike a refit, the finalists are not rescored again: a set the other ranking makes servable
     keeps the score it was trained with.
     """
-    from polydom.index.build import rank_scores
-
-    old = clf.index_
-    ranked, measured, fit_stats = rank_scores(old.measured_scores, old.std_error, scores)
-    out = _reswept(clf, ranked, {"scores": scores}, measured=measured, stats=fit_stats)
+    index = clf.index_.with_scores(scores)
+    out = _reswept(clf, index.explored, {"scores": scores}, measured=index.measured,
+                   stats={k: index.stats[k] for k in ("score_largest_rise", "score_largest_fall", "scores_moved")
+                          if k in index.stats})
     out.scores = scores
     return out
 

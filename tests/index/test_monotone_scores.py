@@ -73,7 +73,56 @@ def test_the_measured_scores_survive_storage_and_an_unknown_mode_is_refused(tmp_
             assert loaded.lookup(size, budget) == index.lookup(size, budget)
     plain = polydom.build(costs, expand)
     assert plain.params["scores"] == "measured" and plain.measured == {}
-    with pytest.raises(ValueError, match=r"scores must be one of \('measured', 'monotone'\), got 'isotonic'"):
+    with pytest.raises(ValueError, match=r"scores must be one of \('measured', 'monotone', 'bounded'\), got 'isotonic'"):
         polydom.build(costs, expand, scores="isotonic")
     with pytest.raises(TypeError, match="unexpected options for the greedy backend: \\['scores'\\]"):
         polydom.build(costs, expand, backend="greedy", n0=10.0, scores="monotone")
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_bounded_scores_never_serve_a_set_measured_far_below_an_affordable_one(seed):
+    # Two sets whose folds agreed exactly (standard errors of round-off size) among noisy ones.
+    names, costs, acc, se = _noisy_instance(seed)
+    rng = random.Random(seed)
+    for s in rng.sample(sorted(acc, key=sorted), 2):
+        se[s] = 6.5e-17
+    expand = lambda s: polydom.Expansion(acc[s], None, std_error=se[s])  # noqa: E731
+    index = polydom.build(costs, expand, e=1.0, scores="bounded")
+    space = index.space
+    best_measured = max(acc.values())
+    assert max(index.explored.values()) <= best_measured
+    for size in (0.0, 50.0):
+        for budget in np.geomspace(1e-4, 1e-2, 9):
+            choice = index.lookup(size, float(budget))
+            served = space.mask(choice.features)
+            for s, a in acc.items():
+                if index.cost_of(s, size) <= budget:
+                    m = space.mask(s)
+                    assert index.measured[served] >= a - se[s] - index.std_error[served] - 1e-12
+
+
+def test_the_users_case_two_identical_fold_scores_lift_nothing_and_the_best_measured_set_is_served():
+    # 240 scored items; two sets had identical fold scores (standard error 6.5e-17). The monotone
+    # fit then weighed them 1e32 times the rest and served a weak cheap set at every budget with
+    # a fitted score of 1.0. Ranked by the bounded fit, no score rises above the best measured
+    # one and the best measured affordable set is served.
+    rng = random.Random(3)
+    names = [f"f{i}" for i in range(6)]
+    costs = {f: [1e-3 * (i + 1)] for i, f in enumerate(names)}
+    acc, se = {}, {}
+    for m in range(1 << 6):
+        s = frozenset(names[i] for i in range(6) if m >> i & 1)
+        acc[s] = min(0.979, 0.55 + 0.07 * len(s) + rng.gauss(0, 0.03))
+        se[s] = float(np.sqrt(acc[s] * (1 - acc[s]) / 240))
+    twins = [frozenset({"f0", "f3"}), frozenset({"f0", "f4"})]
+    for s in twins:
+        acc[s], se[s] = 0.90, 6.5e-17
+    expand = lambda s: polydom.Expansion(acc[s], None, std_error=se[s])  # noqa: E731
+    index = polydom.build(costs, expand, e=1.0, scores="bounded")
+    assert max(index.explored.values()) <= max(acc.values())
+    for budget in (2e-3, 5e-3, 1e-2, 2.1e-2):
+        affordable = {s: a for s, a in acc.items() if sum(costs[f][0] for f in s) <= budget}
+        best = max(affordable.values())
+        served = index.lookup(1.0, budget)
+        assert acc[frozenset(served.features)] == best, (budget, served)

@@ -106,3 +106,33 @@ def test_degenerate_inputs():
     # Scores at the top of the range stay in it; zero standard errors take the smallest given.
     top = monotone_scores({0: 1.0, 1: 1.0, 3: 0.98}, {0: 0.0, 1: 0.01, 3: 0.0})
     assert all(0.0 <= v <= 1.0 for v in top.values()) and top[3] >= top[1]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 5),
+       tiny=st.sampled_from([0.0, 1e-17, 6.5e-17, 1e-12]), how_many=st.integers(1, 4))
+def test_a_fitted_score_never_leaves_the_measured_range(seed, n, tiny, how_many):
+    # Standard errors of zero or round-off size (folds that agreed exactly) must not let the fit
+    # run away: a least-squares isotonic fit is a weighted average of the measurements.
+    acc, se = _noisy(seed, n)
+    rng = random.Random(seed)
+    for m in rng.sample(sorted(acc), min(how_many, len(acc))):
+        se[m] = tiny
+    fit = monotone_scores(acc, se)
+    lo, hi = min(acc.values()), max(acc.values())
+    assert all(lo <= v <= hi for v in fit.values())
+    check_monotone(fit, 0.0)
+
+
+def test_two_sets_with_identical_folds_do_not_lift_every_score_to_one():
+    # The user's case in miniature: two sets whose folds agreed exactly (standard error 6.5e-17)
+    # among sets measured with ordinary noise. Before the weight floor the solver's rounding,
+    # amplified by weights of 1e32, lifted fitted scores to 1.0 where the best measured was 0.98.
+    acc, se = _noisy(7, 6)
+    acc = {m: min(v, 0.979) for m, v in acc.items()}
+    pair = sorted(acc)[10:12]
+    for m in pair:
+        acc[m], se[m] = 0.93, 6.5e-17
+    fit = monotone_scores(acc, se)
+    assert max(fit.values()) <= max(acc.values())
+    assert sum(v >= 0.999 for v in fit.values()) == 0

@@ -53,9 +53,23 @@ def test_standard_error_is_the_corrected_resampled_variance(digits):
     folds = learner.fold_scores[frozenset({"top"})]
     assert result.accuracy == pytest.approx(folds.mean())
     ratio = (1 / 3) / (2 / 3)
-    assert result.std_error == pytest.approx(np.sqrt((1 / 6 + ratio) * folds.var(ddof=1)))
+    corrected = np.sqrt((1 / 6 + ratio) * folds.var(ddof=1))
+    p = (folds.mean() * len(y) + 1) / (len(y) + 2)
+    assert result.std_error == pytest.approx(max(corrected, np.sqrt(p * (1 - p) / len(y))))
     assert result.std_error > folds.std(ddof=1) / np.sqrt(6)  # larger than the naive estimate
     assert standard_error([0.5], 0.3) == 0.0
+
+
+def test_standard_errors_have_a_floor_from_the_items_scored():
+    # Folds that agree exactly (two sets whose models make the same mistakes) measured on 240
+    # items are not known to 1e-17: the binomial error of 240 items is the floor.
+    same = [0.9, 0.9, 0.9, 0.9 + 1e-16, 0.9]
+    assert standard_error(same, 1 / 5) < 1e-15
+    p = (0.9 * 240 + 1) / 242
+    assert standard_error(same, 1 / 5, n_items=240) == pytest.approx(np.sqrt(p * (1 - p) / 240))
+    assert standard_error([1.0, 1.0, 1.0], 1 / 3, n_items=240) > 0.0  # even a perfect score
+    noisy = [0.5, 0.9, 0.7]
+    assert standard_error(noisy, 1 / 3, n_items=240) == standard_error(noisy, 1 / 3)  # above the floor
 
 
 def test_repeats_draw_different_folds_and_need_an_integer_cv(digits):
@@ -93,7 +107,7 @@ def test_finalists_are_rescored_on_more_folds_before_the_sweep(digits):
         folds = learner.fold_scores[s]
         assert len(folds) == 9  # 3 folds, then 6 more for the finalist
         assert index.trained[index.space.mask(s)] == pytest.approx(folds.mean())
-        assert index.std_error[index.space.mask(s)] == pytest.approx(standard_error(folds, 1 / 3))
+        assert index.std_error[index.space.mask(s)] == pytest.approx(standard_error(folds, 1 / 3, len(y)))
     # Sets that never reached the skyline keep their first score.
     others = [s for s in learner.cache if s and s not in learner.rescored]
     assert others and all(len(learner.fold_scores[s]) == 3 for s in others)
