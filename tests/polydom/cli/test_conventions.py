@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -78,33 +79,74 @@ def test_build_summarises_the_black_boxs_warnings_once(tmp_path, capsys):
 
 
 SLOW_SPEC = textwrap.dedent("""
+    import os
     import time
     import polydom
     _inst = polydom.make_synthetic(7, k=None, seed=1)
+    _GATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gate")
+    _calls = 0
 
     def _expand(features):
-        time.sleep(0.15)
+        # Three sets, then wait at the gate until the test opens it (a resumed run finds it open):
+        # the run cannot finish before the test's Ctrl-C, however loaded the machine is.
+        global _calls
+        _calls += 1
+        if _calls > 3:
+            open(_GATE + ".waiting", "a").close()
+            deadline = time.monotonic() + 120
+            while not os.path.exists(_GATE + ".open") and time.monotonic() < deadline:
+                time.sleep(0.05)
         return _inst.expand(features)
 
     SPEC = {"costs": _inst.costs, "expand": _expand, "cache_key": "slow-7-1"}
 """)
 
 
-def _interrupt_after(argv, marker, env, cwd, timeout=120):
-    """Run ``polydom ARGV`` in its own process group; Ctrl-C the group once stderr shows ``marker``."""
-    proc = subprocess.Popen([sys.executable, "-m", "polydom.cli", *argv], stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=cwd, start_new_session=True)
-    seen = []
+def sigint_as_default():
+    """Give a child the default SIGINT disposition before it starts Python.
+
+    A test run started as a background job of a non-interactive shell (``pytest ... &``) has
+    SIGINT ignored, and an ignored signal stays ignored across ``exec``: the child would never
+    see Ctrl-C and would run to the end (exit 0).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class StderrLines:
+    """The lines a child writes to stderr, read by a thread so that every wait has a deadline."""
+
+    def __init__(self, proc):
+        self.lines, self._proc = [], proc
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        for line in self._proc.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, marker, timeout):
+        """Wait until a line holds ``marker``; fail when the child ends or ``timeout`` passes first."""
+        deadline = time.monotonic() + timeout
+        while not any(marker in line for line in self.lines):
+            assert self._proc.poll() is None or self._thread.is_alive(), "".join(self.lines)
+            assert time.monotonic() < deadline, "".join(self.lines)
+            time.sleep(0.02)
+
+    def rest(self, timeout):
+        """Wait for the child to end; everything it wrote after the lines already seen."""
+        seen = len(self.lines)
+        self._proc.wait(timeout=timeout)
+        self._thread.join(timeout=timeout)
+        return "".join(self.lines[seen:])
+
+
+def wait_for_path(path, proc, timeout):
+    """Wait until ``path`` exists; fail when the child ends or ``timeout`` passes first."""
     deadline = time.monotonic() + timeout
-    for line in proc.stderr:
-        seen.append(line)
-        if marker in line:
-            break
-        assert time.monotonic() < deadline, "".join(seen)
-    time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C on a terminal does: the whole foreground group
-    _, rest = proc.communicate(timeout=timeout)
-    return proc.returncode, seen, rest
+    while not path.exists():
+        assert proc.poll() is None, f"the child ended (status {proc.returncode}) before {path.name} appeared"
+        assert time.monotonic() < deadline, f"{path.name} did not appear within {timeout} s"
+        time.sleep(0.02)
 
 
 def test_build_progress_lines_and_ctrl_c_resume(tmp_path, subprocess_env):
@@ -112,17 +154,30 @@ def test_build_progress_lines_and_ctrl_c_resume(tmp_path, subprocess_env):
     spec.write_text(SLOW_SPEC)
     cache, out = tmp_path / "cache", tmp_path / "out"
     argv = ["build", f"{spec}:SPEC", "--out", str(out), "--cache", str(cache)]
-    code, seen, rest = _interrupt_after(argv, "trained (at most 128)", subprocess_env, tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "polydom.cli", *argv], stderr=subprocess.PIPE, text=True,
+                            env=subprocess_env, cwd=tmp_path, start_new_session=True, preexec_fn=sigint_as_default)
+    try:
+        err = StderrLines(proc)
+        err.wait_for("trained (at most 128)", timeout=120)
+        wait_for_path(tmp_path / "gate.waiting", proc, timeout=120)  # training is under way and cannot finish
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C on a terminal does: the whole foreground group
+        seen = list(err.lines)
+        rest = err.rest(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     # A plain line, not a tqdm bar: stderr is a pipe here.
     assert re.search(r"polydom build: training feature sets: \d+ trained \(at most 128\), [\d.]+ (sets/s|s/set)", "".join(seen))
-    assert code == 130, rest
+    assert proc.returncode == 130, "".join(seen) + rest
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
     last = rest.strip().splitlines()[-1]
     match = re.fullmatch(rf"polydom build: interrupted; (\d+) sets cached in {re.escape(str(cache))}; run again to resume", last)
     assert match, rest
     assert not out.exists()
     kept = int(match.group(1))
-    assert kept >= 1
+    assert kept == 3  # the sets trained before the gate, each committed as it was trained
+    (tmp_path / "gate.open").touch()
     done = subprocess.run([sys.executable, "-m", "polydom.cli", "build", *argv[1:]], capture_output=True, text=True,
                           env=subprocess_env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr

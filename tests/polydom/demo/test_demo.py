@@ -146,21 +146,40 @@ def test_with_tolerance_matches_a_refit(demo_out):
             assert derived.index_.lookup(size, budget).key == clf.index_.lookup(size, budget).key
 
 
+def _sigint_as_default():
+    """Give a child the default SIGINT disposition before it starts Python.
+
+    A test run started as a background job of a non-interactive shell (``pytest ... &``) has
+    SIGINT ignored, and an ignored signal stays ignored across ``exec``: the child would never
+    see Ctrl-C and would run to the end (exit 0).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_demo_prints_progress_without_a_terminal_and_ctrl_c_ends_in_one_line(tmp_path, subprocess_env):
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "polydom.cli", "demo", "--quick", "--out", str(out), "--n-jobs", "1"],
-                            stderr=subprocess.PIPE, text=True, env=subprocess_env, cwd=tmp_path, start_new_session=True)
-    seen = []
-    deadline = time.monotonic() + 300
-    for line in proc.stderr:
-        seen.append(line)
-        if "polydom: training feature sets: 1 trained (at most 16)" in line:
-            break
-        assert time.monotonic() < deadline, "".join(seen)
-    assert any(line.startswith("polydom: computing 4 features of") for line in seen), seen
-    time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on a terminal signals the whole foreground group
-    _, rest = proc.communicate(timeout=120)
+    # Many held-out pictures: once training has begun, the run has well over ten seconds of work
+    # left (featurising them all comes last), however loaded the machine is.
+    proc = subprocess.Popen([sys.executable, "-m", "polydom.cli", "demo", "--quick", "--out", str(out), "--n-jobs", "1",
+                             "--held-out-per-class", "40"],
+                            stderr=subprocess.PIPE, text=True, env=subprocess_env, cwd=tmp_path, start_new_session=True,
+                            preexec_fn=_sigint_as_default)
+    try:
+        seen = []
+        deadline = time.monotonic() + 300
+        for line in proc.stderr:
+            seen.append(line)
+            if "polydom: training feature sets: 1 trained (at most 16)" in line:
+                break
+            assert time.monotonic() < deadline, "".join(seen)
+        assert any(line.startswith("polydom: computing 4 features of") for line in seen), seen
+        # Training is under way: signal at once rather than after a fixed sleep.
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on a terminal signals the whole foreground group
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert proc.returncode == 130, rest
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
     lines = rest.strip().splitlines()
