@@ -1,8 +1,8 @@
 """PolyDom's default classifier against cost-sensitive peers, on real images, held out.
 
-Every method sees the same things: the demo's eight features, the same training and held-out
-pictures (each rendered at the demo's five sides, 28 to 280 px), the same training feature
-matrix, and the same fitted feature costs -- the cost curves the PolyDom classifier measured on
+Every method sees the same things: the same features (by default the demo's eight), the same
+training and held-out pictures (each rendered at every side: by default the demo's five, 28 to
+280 px), the same training feature matrix, and the same fitted feature costs -- the cost curves the PolyDom classifier measured on
 this machine (``clf.cost_fits_``). A *cell* is (item size, budget); in each cell every method
 picks what to compute from the fitted costs at that size, and is then judged on the measured
 times: every held-out item's features are computed and timed once, serially, and a method's
@@ -69,16 +69,28 @@ held-out picture in a cell), paired differences against PolyDom with a paired st
 
     python -P benchmarks/peers.py --dataset digits
     python -P benchmarks/peers.py --dataset fashion-mnist --held-out-per-class 30
+    python -P benchmarks/peers.py --dataset digits --realdata --busy 2
 
-Writes ``benchmarks/results/peers-<dataset>.md`` (or ``--out``). Needs ``pip install
+Settings: ``--sides 28,56,112`` (image sides, default the demo's), ``--budgets 0.0002,0.001``
+(seconds, default the demo's), ``--features a,b,c`` (built-in feature names, default the demo's);
+``--realdata`` sets all three to ``benchmarks/realdata.py``'s (its ``FEATURES`` and
+``BUDGETS_MS``; its sides are only an argparse default there, so :data:`REALDATA_SIDES` repeats
+them here). ``--busy N`` starts N CPU-bound processes (pure-Python spin loops, spawned) before
+anything else and stops them after serving, so that fit, timing, held-out extraction and serving
+all run on a loaded machine; the report records it with the load average at start and end.
+
+Writes ``benchmarks/results/peers-<dataset>[-<setting>...].md`` (:func:`report_name`: a part per
+non-default setting, e.g. ``peers-digits-realdata-busy2.md``), or ``--out``. Needs ``pip install
 ".[images,bench]"`` (LightGBM).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import math
+import multiprocessing
 import os
 import pathlib
 import platform
@@ -106,6 +118,108 @@ SAME_GUARDS = {"Forward selection": "Forward selection, same guards", "Exhaustiv
 #: cegb_tradeoff values: 0 (no penalty, every feature allowed) once, then a log grid that goes from
 #: "barely penalised" to "only the cheapest single feature survives" on the demo's digits.
 DEFAULT_TRADEOFFS = (0.0, 1.0, 10.0, 100.0, 1e3, 1e4, 1e5)
+#: ``benchmarks/realdata.py``'s sides: there only the default of its ``--sides`` option, not a
+#: module constant, so repeated here (its features and budgets are imported from it).
+REALDATA_SIDES = (28, 56, 112)
+
+
+# --------------------------------------------------------------------------- settings
+
+def parse_list(text: str, kind, what: str) -> tuple:
+    """A comma-separated option as a tuple of ``kind`` (``int``, ``float`` or ``str``), blanks
+    dropped; ``ValueError`` naming the option on an entry that does not parse or on an empty list."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise ValueError(f"{what}: empty list")
+    try:
+        return tuple(kind(t) for t in items)
+    except ValueError:
+        raise ValueError(f"{what}: cannot read {text!r} as a comma-separated list of {kind.__name__}") from None
+
+
+def realdata_settings() -> tuple:
+    """``(sides, budgets in seconds, features)`` of ``benchmarks/realdata.py``: its ``FEATURES``
+    and ``BUDGETS_MS`` module constants, and :data:`REALDATA_SIDES`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_polydom_realdata", HERE / "realdata.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return REALDATA_SIDES, tuple(ms / 1e3 for ms in module.BUDGETS_MS), tuple(module.FEATURES)
+
+
+def report_name(dataset: str, sides, budgets, features, busy: int, *, defaults, realdata=None) -> str:
+    """``peers-<dataset>[-...].md``: one part per setting that differs from ``defaults`` (``(sides,
+    budgets, features)``): ``realdata`` when all three are ``realdata``'s, else ``s28-56`` (sides),
+    ``b0.2-1`` (budgets in ms), ``+gabor-glcm`` (features added to and dropped from the defaults;
+    ``f`` and the list when only their order differs); then ``busyN``."""
+    sides, budgets, features = tuple(sides), tuple(float(b) for b in budgets), tuple(features)
+    d_sides, d_budgets, d_features = (tuple(v) for v in defaults)
+    parts = [dataset]
+    if realdata is not None and (sides, budgets, features) == tuple(tuple(v) for v in realdata):
+        parts.append("realdata")
+    else:
+        if sides != d_sides:
+            parts.append("s" + "-".join(map(str, sides)))
+        if budgets != tuple(float(b) for b in d_budgets):
+            parts.append("b" + "-".join(ms(b) for b in budgets))
+        if features != d_features:
+            added = "".join(f"+{f}" for f in features if f not in d_features)
+            dropped = "".join(f"-{f}" for f in d_features if f not in features)
+            parts.append(added + dropped or "f" + "-".join(features))
+    if busy:
+        parts.append(f"busy{busy}")
+    return "peers-" + "-".join(parts) + ".md"
+
+
+# --------------------------------------------------------------------------- busy processes
+
+def spin(parent: int) -> None:
+    """A busy process: pure-Python integer arithmetic that never sleeps (one core, no BLAS
+    threads), until it is terminated or its parent ``parent`` is gone (an orphan stops itself)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it stops us
+    x = 1
+    while os.getppid() == parent:
+        for _ in range(200_000):  # ~10-20 ms between checks
+            x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+
+
+@contextlib.contextmanager
+def busy_processes(n: int, log=None):
+    """``n`` spawned :func:`spin` processes for the duration of the block, stopped on the way out
+    whatever happens (exception, Ctrl-C): terminated, joined with a timeout, killed if need be."""
+    context = multiprocessing.get_context("spawn")
+    procs = []
+    try:
+        for i in range(n):
+            proc = context.Process(target=spin, args=(os.getpid(),), name=f"peers-busy-{i}", daemon=True)
+            proc.start()
+            procs.append(proc)
+        if procs and log:
+            log(f"started {n} busy process{'es' if n > 1 else ''}: pids {', '.join(str(p.pid) for p in procs)}")
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        if procs and log:
+            log(f"stopped {len(procs)} busy process{'es' if len(procs) > 1 else ''}")
+
+
+def cpu_seconds(pid: int):
+    """User + system CPU seconds process ``pid`` has used (Linux ``/proc``), or None."""
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 # --------------------------------------------------------------------------- data
@@ -206,16 +320,25 @@ def columns_of(layout: dict, features) -> np.ndarray:
 
 # --------------------------------------------------------------------------- PolyDom
 
-def fit_polydom(train_images, y, groups, features, *, cv, cost_quantile, cache_dir, n_jobs, seed):
+def timing_sides(sides) -> tuple:
+    """The demo's timing sides, plus any served side outside their range (so that no served size
+    is extrapolated to); the demo's own sides and ``--realdata``'s lie inside, and get exactly
+    the demo's."""
+    from polydom.demo.settings import TIMING_SIDES
+
+    low, high = min(TIMING_SIDES), max(TIMING_SIDES)
+    return tuple(sorted(set(TIMING_SIDES) | {s for s in sides if not low <= s <= high}))
+
+
+def fit_polydom(train_images, y, groups, features, sides, *, cv, cost_quantile, cache_dir, n_jobs, seed):
     """The demo's primary backend: PolyDom alpha 1 with the library's defaults for everything the
     demo does not set (learners, e, tolerance, cost quantile and calibration); ``cost_quantile``
-    overrides the library's only when given."""
+    overrides the library's only when given. Timed at :func:`timing_sides`."""
     import polydom
-    from polydom.demo.settings import TIMING_SIDES
 
     extra = {} if cost_quantile is None else {"cost_quantile": cost_quantile}
     clf = polydom.CostSensitiveClassifier(
-        features=list(features), cv=cv, timing_sides=TIMING_SIDES, timing_repeats=5, timing_images=4,
+        features=list(features), cv=cv, timing_sides=timing_sides(sides), timing_repeats=5, timing_images=4,
         cache_dir=cache_dir, backend="polydom", alpha=1.0, n_jobs=n_jobs, random_state=seed, progress=False, **extra,
     )
     t0 = time.perf_counter()
@@ -518,18 +641,20 @@ def summarize(results: dict, sides, budgets) -> dict:
 
 def versus_best(results: dict, name: str, cells, peers=PEERS) -> dict:
     """``name`` against the best of ``peers`` in each cell: cells within one paired SE of it (or
-    above), cells more than 2 paired SE behind it, cells more than 2 paired SE ahead of every peer."""
-    within, behind, ahead = 0, [], []
+    above), cells more than 2 paired SE behind it, cells more than 2 paired SE ahead of every peer,
+    and per cell ``(best peer, difference, paired SE)``."""
+    within, behind, ahead, by_cell = 0, [], [], {}
     ref = results[name]
     for c in cells:
         best = max(peers, key=lambda p: results[p][c]["acc"])
         d, se = paired(ref[c], results[best][c])
+        by_cell[c] = (best, d, se)
         within += d >= -se
         if -d > 2 * se:
             behind.append((c, best, d, se))
         if all(paired(ref[c], results[p][c])[0] > 2 * paired(ref[c], results[p][c])[1] for p in peers):
             ahead.append(c)
-    return dict(within=within, behind=behind, ahead=ahead)
+    return dict(within=within, behind=behind, ahead=ahead, cells=by_cell)
 
 
 # --------------------------------------------------------------------------- report
@@ -549,12 +674,15 @@ def write_report(path, ctx: dict) -> str:
         f"`{ctx['command']}` — {ctx['wall']:.0f} s wall on this machine ({ctx['machine']}; "
         f"load average {ctx['load'][0]} at start, {ctx['load'][1]} at the end).",
         "",
+        busy_note(ctx["busy"], ctx["load"]),
+        "",
         f"{ctx['n_train']} training images ({a.train_per_class} pictures per class × sides "
         f"{', '.join(map(str, sides))}), {ctx['n_test']} held-out images ({ctx['n_test'] // len(sides)} pictures, one "
         f"item per picture in each cell); features {', '.join(costs.names)}; budgets "
         f"{', '.join(ms(b) for b in budgets)} ms. Every method budgets with PolyDom's fitted cost curves "
         f"(`cost_fits_`) and is judged on the held-out items' measured "
-        f"times (held-out features {'read from the cache' if ctx['held_cached'] else 'computed and timed serially now'}). "
+        f"times (held-out features {'read from the cache' if ctx['held_cached'] else 'computed and timed serially now'}"
+        f"{busy_while(ctx['busy'])}). "
         "Methods and their settings: see the docstring of `benchmarks/peers.py`; in short, PolyDom serves "
         "anytime (`select` on a replayed clock), the peers compute their whole chosen set. LightGBM CEGB: "
         f"coupled penalty per column = the feature's cost share at the size, spread `{a.cegb_spread}`; "
@@ -625,8 +753,19 @@ def write_report(path, ctx: dict) -> str:
     for side in sides:
         t = costs.table(side * side)
         L.append(f"| {side} | " + " | ".join(f"{1e3 * t[n]:.3f}" for n in costs.names) + f" | {1e3 * sum(t.values()):.2f} |")
+    timely = on_time(results)
+    n_side = len(budgets)
     L += ["", "## Per cell", "",
-          "Accuracy ± binomial SE; Δ = peer − PolyDom ± paired SE; v = violation rate; ms = mean measured extraction.",
+          "Accuracy ± binomial SE; Δ = peer − PolyDom ± paired SE; v = violation rate; ms = mean measured extraction. "
+          "The second table of each size counts a late answer as wrong (*on time*), gives each method's late share "
+          f"and compares PolyDom with the cell's best peer ({', '.join(PEERS)}) on time: *within* = within one "
+          "paired SE of it or above, *behind* = more than 2 paired SE behind; rows in italics are diagnostics, not "
+          "peers.",
+          "",
+          f"On time, PolyDom is within one paired SE of (or above) the best peer in **{summary['on_time']['within']} "
+          f"of {summary['n_cells']}** cells and more than 2 paired SE behind it in "
+          f"**{len(summary['on_time']['behind'])}** ({n_side} budgets × {len(sides)} size{'s' if len(sides) > 1 else ''}); as answered (late "
+          f"answers counted as given), {summary['within']} and {len(summary['behind'])}.",
           ""]
     others = [n for n in results if n != REFERENCE]
     for side in sides:
@@ -644,6 +783,7 @@ def write_report(path, ctx: dict) -> str:
                 row.append(f"{mark.strip()}{d:+.3f} ± {se:.3f}{mark.strip()}")
             L.append(f"| {ms(b)} | " + " | ".join(row) + " |")
         L.append("")
+        L += on_time_table(side, budgets, timely, summary["on_time"]["cells"])
     L += ["## What the peers chose", ""]
     for name in PEERS:
         f = ctx["fitted"][name]
@@ -668,6 +808,48 @@ def write_report(path, ctx: dict) -> str:
     return text
 
 
+def on_time_table(side, budgets, timely: dict, verdicts: dict) -> list:
+    """Report lines for one size: per budget every method's on-time accuracy ± SE and late share,
+    and PolyDom against the best peer on time (``verdicts``: :func:`versus_best`'s ``cells``), with
+    the size's counts of cells within one paired SE and more than 2 paired SE behind."""
+    names = list(timely)
+    shown = [n if n in METHODS else f"*{n}*" for n in names]
+    L = [f"On time at {side}×{side} pixels:", "",
+         "| budget (ms) | " + " | ".join(shown) + " | best peer | PolyDom − best ± paired SE | |",
+         "|---:|" + "---:|" * len(names) + "---|---:|---|"]
+    within = behind = 0
+    for b in budgets:
+        best, d, se = verdicts[(side, b)]
+        verdict = "behind" if -d > 2 * se else "within" if d >= -se else ""
+        within, behind = within + (verdict == "within"), behind + (verdict == "behind")
+        row = [f"{timely[n][(side, b)]['acc']:.3f} ± {timely[n][(side, b)]['se']:.3f} "
+               f"late {100 * timely[n][(side, b)]['viol']:.0f}%" for n in names]
+        L.append(f"| {ms(b)} | " + " | ".join(row) + f" | {best} | {d:+.3f} ± {se:.3f} | {verdict} |")
+    L += ["", f"At {side}×{side}, on time: within one paired SE of the best peer in **{within} of {len(budgets)}** "
+          f"cells, more than 2 paired SE behind in **{behind}**.", ""]
+    return L
+
+
+def busy_note(busy: dict, load) -> str:
+    """The report's line on the load the run ran under."""
+    if not busy["n"]:
+        return (f"No busy processes (`--busy 0`): the benchmark ran on its own (load average {load[0]} before it "
+                f"started, {load[1]} at the end of serving).")
+    cpu = "" if busy["cpu"] is None else (
+        f"; together they used {busy['cpu']:.0f} CPU-s in {busy['wall']:.0f} s of wall "
+        f"({busy['cpu'] / max(busy['wall'], 1e-9):.2f} cores on average)")
+    return (f"**{busy['n']} busy process{'es' if busy['n'] > 1 else ''} ran** (`--busy {busy['n']}`: pure-Python spin "
+            "loops, spawned before the data were loaded and stopped after serving, so through the fits, the timing "
+            f"pass, the held-out extraction and serving); {busy['alive']} of {busy['n']} still alive at the end"
+            f"{cpu}. Load average {load[0]} before they started, {load[1]} at the end of serving, before they were "
+            "stopped.")
+
+
+def busy_while(busy: dict) -> str:
+    n = busy["n"]
+    return f", with {n} busy process{'es' if n > 1 else ''} running" if n else ""
+
+
 def load_average() -> str:
     try:
         return f"{os.getloadavg()[0]:.1f}"
@@ -684,6 +866,16 @@ def main(argv=None) -> None:
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
     parser.add_argument("--train-per-class", type=int, default=20)
     parser.add_argument("--held-out-per-class", type=int, default=50)
+    parser.add_argument("--sides", default=None,
+                        help=f"comma-separated image sides in pixels (default: the demo's, {','.join(map(str, DEFAULT_SIDES))})")
+    parser.add_argument("--budgets", default=None,
+                        help=f"comma-separated budgets in seconds (default: the demo's, {','.join(f'{b:g}' for b in DEFAULT_BUDGETS)})")
+    parser.add_argument("--features", default=None,
+                        help=f"comma-separated built-in feature names (default: the demo's, {','.join(DEFAULT_FEATURES)})")
+    parser.add_argument("--realdata", action="store_true",
+                        help="sides, budgets and features exactly as benchmarks/realdata.py's (excludes the three options)")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="N CPU-bound processes running for the whole benchmark (default 0)")
     parser.add_argument("--cache", default=None, help="feature and expansion cache directory (default: a temporary one)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-jobs", type=int, default=2, help="parallel workers (PolyDom fit, peers' outer loops)")
@@ -694,25 +886,70 @@ def main(argv=None) -> None:
     parser.add_argument("--tradeoffs", default=",".join(f"{t:g}" for t in DEFAULT_TRADEOFFS))
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    defaults = (DEFAULT_SIDES, DEFAULT_BUDGETS, DEFAULT_FEATURES)
+    sides, budgets, features, realdata = settings(parser, args, defaults)
     command = "python -P benchmarks/peers.py" + ("" if not sys.argv[1:] else " " + shlex.join(sys.argv[1:]))
+    out = pathlib.Path(args.out or HERE / "results" / report_name(args.dataset, sides, budgets, features, args.busy,
+                                                                   defaults=defaults, realdata=realdata))
     started = time.perf_counter()
-    load_start = load_average()
 
     def log(message: str) -> None:
         print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
 
     from threadpoolctl import threadpool_limits
 
-    # As the demo: parallelism is over items and sets; BLAS threads on top oversubscribe 2 cores.
-    with threadpool_limits(1), tempfile.TemporaryDirectory(prefix="polydom-peers-") as tmp:
-        cache = args.cache or tmp
-        ctx = run(args, cache, log, DEFAULT_FEATURES, DEFAULT_SIDES, DEFAULT_BUDGETS)
-    ctx.update(command=command, wall=time.perf_counter() - started, load=(load_start, load_average()),
+    load_start = load_average()  # before the busy processes start
+    with busy_processes(args.busy, log) as busy:
+        busy_started = time.perf_counter()
+        # As the demo: parallelism is over items and sets; BLAS threads on top oversubscribe 2 cores.
+        with threadpool_limits(1), tempfile.TemporaryDirectory(prefix="polydom-peers-") as tmp:
+            cache = args.cache or tmp
+            ctx = run(args, cache, log, features, sides, budgets)
+        load_end = load_average()  # while they still run
+        alive = sum(p.is_alive() for p in busy)
+        used = [cpu_seconds(p.pid) for p in busy]
+        busy_wall = time.perf_counter() - busy_started
+    ctx.update(command=command, wall=time.perf_counter() - started, load=(load_start, load_end),
+               busy=dict(n=args.busy, alive=alive, wall=busy_wall,
+                         cpu=None if None in used else sum(used)),
                machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    out = pathlib.Path(args.out or HERE / "results" / f"peers-{args.dataset}.md")
     text = write_report(out, ctx)
     print(text)
     log(f"wrote {out}")
+
+
+def settings(parser, args, defaults) -> tuple:
+    """``(sides, budgets, features, realdata's (sides, budgets, features))`` from the options:
+    sides and budgets sorted without repeats, features checked against the registry;
+    ``parser.error`` on anything unusable."""
+    from polydom.featurizers import MIN_SIDE, UnknownFeatureError, resolve_features
+
+    realdata = realdata_settings()
+    given = [f"--{o}" for o in ("sides", "budgets", "features") if getattr(args, o) is not None]
+    if args.realdata and given:
+        parser.error(f"--realdata sets sides, budgets and features: drop {', '.join(given)}")
+    if args.busy < 0:
+        parser.error("--busy: a number of processes, 0 or more")
+    if args.realdata:
+        sides, budgets, features = realdata
+    else:
+        try:
+            sides = defaults[0] if args.sides is None else parse_list(args.sides, int, "--sides")
+            budgets = defaults[1] if args.budgets is None else parse_list(args.budgets, float, "--budgets")
+            features = defaults[2] if args.features is None else parse_list(args.features, str, "--features")
+        except ValueError as error:
+            parser.error(str(error))
+    if min(sides) < MIN_SIDE:
+        parser.error(f"--sides: the features need images of at least {MIN_SIDE} px a side")
+    if not all(math.isfinite(b) and b > 0 for b in budgets):
+        parser.error("--budgets: positive seconds")
+    if len(set(features)) != len(features):
+        parser.error("--features: a feature named twice")
+    try:
+        resolve_features(list(features))
+    except UnknownFeatureError as error:
+        parser.error(f"--features: {error}")
+    return tuple(sorted(set(sides))), tuple(sorted(set(float(b) for b in budgets))), tuple(features), realdata
 
 
 def run(args, cache, log, features, sides, budgets) -> dict:
@@ -736,7 +973,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
 
     fit_seconds, models, fitted = {}, {}, {}
     clf, fit_seconds[REFERENCE] = fit_polydom(
-        train_images, y_train, g_train, features, cv=3, cost_quantile=args.cost_quantile,
+        train_images, y_train, g_train, features, sides, cv=3, cost_quantile=args.cost_quantile,
         cache_dir=cache, n_jobs=args.n_jobs, seed=args.seed)
     fs = clf.fit_stats_
     models[REFERENCE] = f"{fs['trained']} sets trained, {fs['reused']} from cache ({fs['expanded']} used)"
@@ -774,7 +1011,8 @@ def run(args, cache, log, features, sides, budgets) -> dict:
         fitted[guarded] = with_guards(fitted[name], name, costs, guards_at, X, y_train, layout, learners, sides, budgets)
         fit_seconds[guarded], models[guarded] = fitted[guarded].seconds, fitted[guarded].models
 
-    # Held-out features computed and timed once, serially, nothing else of ours running.
+    # Held-out features computed and timed once, serially, no worker of ours running (the busy
+    # processes of --busy, if any, do run: that is their point).
     t0 = time.perf_counter()
     held = extract_features(test_images, resolve_features(features), n_jobs=None,
                             cache_dir=os.path.join(cache, "features"), progress=False)
