@@ -118,6 +118,9 @@ class StoreReader:
     def newer(self, expected: type):
         """The newest published version as a new index, or None when it is the one this reader holds.
 
+        The version is compared by identity, not by name: a directory swapped in under the same
+        name (a fresh build deployed in place of the index) is a new version.
+
         The new index carries its own reader. A snapshot swap needs the same class on both
         sides, so a version rebuilt with another backend is refused.
 
@@ -126,7 +129,7 @@ class StoreReader:
         IndexFormatError
             The new version's index is not an ``expected`` (or it is damaged).
         """
-        if read_current(self.path) == self.version:
+        if read_current(self.path) == self.version and self._version.is_at(self.path, self.version):
             return None
         fresh = load_index(self.path, trusted=self.trusted, resolve=self._resolve)
         if type(fresh) is not expected:

@@ -24,6 +24,16 @@ before use -- never through LMDB's memory map, so a damaged or crafted page beco
 :class:`IndexFormatError` rather than a SIGBUS. LMDB's lock file is never opened: a published
 version has no writer, ever.
 
+Identity
+--------
+A version is identified by what it is, not by its name alone: every fresh build publishes
+``v00000001``, so a deploy that swaps a new build's directory into place reuses the name. An
+:class:`OpenVersion` records the ``(st_dev, st_ino)`` of its directory and of its data file
+(:attr:`OpenVersion.identity`) and holds descriptors of both, so neither inode can be reused by
+another file while it lives. The process's cache is keyed by the index path, the name and the
+directory's identity, and a cached version is reused only while its data file is still the one
+in that directory; :meth:`OpenVersion.is_at` tells a refresh whether ``current`` still leads to it.
+
 Sharing and fork
 ----------------
 There is one :class:`OpenVersion` per version directory in a process, shared by every index
@@ -130,7 +140,7 @@ def _pin(root: str, name: str, dir_fd: int, where: str) -> int | None:
 
 
 def _release(holder: dict) -> None:
-    for key in ("data", "pin"):
+    for key in ("data", "pin", "dir"):
         fd = holder.pop(key, None)
         if fd is not None:
             try:
@@ -152,16 +162,42 @@ class OpenVersion:
         The version's records, read through checked pages.
     lock : threading.RLock
         Held while a model is read and decoded, so each is loaded once.
+    identity : tuple of int
+        ``(st_dev, st_ino)`` of the version directory, then of its data file. Both are held
+        open, so no other directory or file can take these numbers while this object lives.
     """
 
-    def __init__(self, root: str, name: str, pin_fd: int, data_fd: int):
+    def __init__(self, root: str, name: str, dir_fd: int, pin_fd: int, data_fd: int):
         self.root, self.name = root, name
         self.where = f"index at {root} (version {name})"
+        held_dir, held_data = os.fstat(dir_fd), os.fstat(data_fd)
+        self.identity = (held_dir.st_dev, held_dir.st_ino, held_data.st_dev, held_data.st_ino)
         self.file = LmdbFile(data_fd, self.where)  # raises before this object owns the descriptors
         self.lock = threading.RLock()
         # The finalizer must not hold ``self``; it closes what the holder names.
-        self._holder = {"pin": pin_fd, "data": data_fd}
+        self._holder = {"pin": pin_fd, "data": data_fd, "dir": dir_fd}
         weakref.finalize(self, _release, self._holder)
+
+    def is_at(self, root: str, name: str) -> bool:
+        """Whether ``root/name`` is still this version's directory, holding this data file.
+
+        False when it is gone, or when another directory or data file took its place (a deploy
+        that swapped a new build's directory in).
+        """
+        try:
+            there = os.stat(os.path.join(root, name), follow_symlinks=False)
+            data = os.stat(os.path.join(root, name, DATA_FILE), follow_symlinks=False)
+        except OSError:
+            return False
+        return (there.st_dev, there.st_ino, data.st_dev, data.st_ino) == self.identity
+
+    def _holds_data_of(self, dir_fd: int) -> bool:
+        """Whether the data file in the directory open as ``dir_fd`` is the one this version reads."""
+        try:
+            data = os.stat(DATA_FILE, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return False
+        return (data.st_dev, data.st_ino) == self.identity[2:]
 
     def __repr__(self) -> str:
         return f"<OpenVersion {self.where}>"
@@ -182,14 +218,16 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _open(root: str, name: str) -> OpenVersion | None:
+def _open(root: str, name: str, dir_fd: int) -> OpenVersion | None:
+    """Pin and open version ``name`` whose directory is open as ``dir_fd``; takes ``dir_fd`` over.
+
+    The descriptor is closed here unless the returned :class:`OpenVersion` holds it.
+    """
     where = f"index at {root} (version {name})"
-    dir_fd = _open_dir(root, name, where)
-    if dir_fd is None:
-        return None
     try:
         pin = _pin(root, name, dir_fd, where)
         if pin is None:
+            os.close(dir_fd)
             return None
         try:
             data = open_regular(DATA_FILE, dir_fd, where)
@@ -198,19 +236,21 @@ def _open(root: str, name: str) -> OpenVersion | None:
         except BaseException:
             os.close(pin)
             raise
-    finally:
-        os.close(dir_fd)
-    try:
-        return OpenVersion(root, name, pin, data)
     except BaseException:
-        _release({"pin": pin, "data": data})
+        os.close(dir_fd)
+        raise
+    try:
+        return OpenVersion(root, name, dir_fd, pin, data)
+    except BaseException:
+        _release({"pin": pin, "data": data, "dir": dir_fd})
         raise
 
 
 def open_version(root: str, name: str) -> OpenVersion | None:
     """Version ``name`` of the index at ``root``, pinned and opened; None if it is gone or going.
 
-    Returns the process's existing :class:`OpenVersion` when there is one.
+    Returns the process's existing :class:`OpenVersion` when it is this very directory with this
+    very data file; a directory swapped in under the same name is opened anew (see Identity above).
 
     Raises
     ------
@@ -218,12 +258,22 @@ def open_version(root: str, name: str) -> OpenVersion | None:
         The version is there but it is a link, holds something other than regular files, or its
         LMDB file is missing, truncated or damaged.
     """
-    key = (os.path.realpath(root), name)
+    where = f"index at {root} (version {name})"
+    dir_fd = _open_dir(root, name, where)
+    if dir_fd is None:
+        return None
+    try:
+        held = os.fstat(dir_fd)
+    except BaseException:
+        os.close(dir_fd)
+        raise
+    key = (os.path.realpath(root), name, held.st_dev, held.st_ino)
     with _LIVE_LOCK:
         version = _LIVE.get(key)
-        if version is not None:
+        if version is not None and version._holds_data_of(dir_fd):
+            os.close(dir_fd)
             return version
-        version = _open(root, name)
+        version = _open(root, name, dir_fd)
         if version is not None:
             _LIVE[key] = version
         return version
