@@ -14,13 +14,30 @@ key is the caller's promise that "same key" means same data, learner and feature
 
 Models are stored as skops payloads with a SHA-256 each and loaded with polydom's trusted-type
 list, as in a published index -- never pickled.
+
+Sharing one cache
+-----------------
+Several processes may build into one cache at once (two ``polydom build --cache`` runs, say).
+LMDB is opened without its lock file -- a shared memory map that a full disk turns into SIGBUS --
+so polydom coordinates them itself with ``flock`` on the sidecar file :data:`LOCK_FILE` in the
+cache directory: opening the environment and every write transaction hold it exclusively, every
+read transaction holds it shared. A writer therefore never reuses a page another process is
+reading, and no two writers ever run at once; each commit is still one LMDB transaction, so
+nothing is lost and no entry is torn. The kernel drops the lock of a killed process. Threads of
+one process are serialised by a lock of their own. Transactions are short (one entry), so a
+waiting process waits milliseconds.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import math
 import os
+import stat
 import struct
+import threading
+from contextlib import contextmanager
 from collections.abc import Iterable, Sequence
 
 from polydom.index.values import Expansion
@@ -29,7 +46,10 @@ from polydom.index.modelcodec import decode_model, digest, encode_model, normali
 
 from .errors import PolydomError
 
-__all__ = ["ExpansionStore", "CacheError"]
+__all__ = ["ExpansionStore", "CacheError", "LOCK_FILE"]
+
+#: The sidecar file whose ``flock`` serialises writers and keeps readers apart from them.
+LOCK_FILE = "polydom.lock"
 
 _FORMAT = b"v2"  # entries of the first format (ambiguous keys, no standard error) are not read
 _HEADER = struct.Struct(">dd?")  # accuracy, standard error (NaN: none), has-model
@@ -39,6 +59,21 @@ _MAP_SIZE = 1 << 36  # a sparse reservation; the file grows with the data
 
 class CacheError(PolydomError, ValueError):
     """The expansion cache path or key is unusable."""
+
+
+def _open_lock_file(path: str) -> int:
+    """A descriptor of ``path/LOCK_FILE``, created if missing; it must be a regular file."""
+    name = os.path.join(path, LOCK_FILE)
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CacheError(f"expansion cache at {path!r}: {LOCK_FILE!r} is a symbolic link (remove it)") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CacheError(f"expansion cache at {path!r}: {LOCK_FILE!r} is not a regular file (remove it)")
+    return fd
 
 
 class ExpansionStore:
@@ -55,7 +90,8 @@ class ExpansionStore:
 
     Notes
     -----
-    Open it in the process that runs the build; worker processes never touch it.
+    Open it in the process that runs the build; worker processes never touch it. Other
+    processes may use the same directory at the same time (see the module docstring).
     """
 
     def __init__(self, path, cache_key: str, *, trusted: Iterable[str] | None = None):
@@ -68,18 +104,49 @@ class ExpansionStore:
         path = os.fspath(path)
         if os.path.exists(path) and not os.path.isdir(path):
             raise CacheError(f"expansion cache path {path!r} exists and is not a directory")
-        try:
-            os.makedirs(path, exist_ok=True)
-            # One process (the build's) uses the cache, so LMDB's lock file -- a shared memory
-            # map that a full disk turns into SIGBUS -- is not needed.
-            self._env = lmdb.open(path, map_size=_MAP_SIZE, max_dbs=2, subdir=True, lock=False)
-        except (OSError, lmdb.Error) as exc:
-            raise CacheError(f"cannot open expansion cache at {path!r}: {exc}") from None
-        self._db = self._env.open_db(b"expansions")
-        self._prefix = _FORMAT + b"\x00" + cache_key.encode() + b"\x00"
-        self._trusted = normalize_trusted(trusted)
         self.path = path
         self.cache_key = cache_key
+        self._thread_lock = threading.Lock()
+        try:
+            os.makedirs(path, exist_ok=True)
+            self._lock_fd = _open_lock_file(path)
+        except OSError as exc:
+            raise CacheError(f"cannot open expansion cache at {path!r}: {exc.strerror or exc}") from None
+        try:
+            # Creating the environment writes its first pages, and opening the named database
+            # may commit it: both happen under the exclusive lock (see the module docstring).
+            with self._locked(fcntl.LOCK_EX):
+                self._env = lmdb.open(path, map_size=_MAP_SIZE, max_dbs=2, subdir=True, lock=False)
+                try:
+                    self._db = self._env.open_db(b"expansions")
+                except BaseException:
+                    self._env.close()
+                    raise
+        except (OSError, lmdb.Error) as exc:
+            os.close(self._lock_fd)
+            raise CacheError(f"cannot open expansion cache at {path!r}: {exc}") from None
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+        self._prefix = _FORMAT + b"\x00" + cache_key.encode() + b"\x00"
+        self._trusted = normalize_trusted(trusted)
+
+    @contextmanager
+    def _locked(self, kind: int):
+        """Hold this process's thread lock and ``flock(kind)`` on the sidecar file."""
+        with self._thread_lock:
+            if self._lock_fd is None:
+                raise CacheError(f"the expansion cache at {self.path!r} is closed")
+            while True:
+                try:
+                    fcntl.flock(self._lock_fd, kind)
+                    break
+                except InterruptedError:
+                    continue
+            try:
+                yield
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def _key(self, names: Sequence[str]) -> bytes:
         encoded = [n.encode() for n in sorted(names)]
@@ -94,7 +161,7 @@ class ExpansionStore:
             The entry is damaged: truncated, or holding an accuracy outside ``[0, 1]`` or a
             negative or infinite standard error.
         """
-        with self._env.begin(db=self._db) as txn:
+        with self._locked(fcntl.LOCK_SH), self._env.begin(db=self._db) as txn:
             raw = txn.get(self._key(names))
             if raw is None:
                 return None
@@ -132,7 +199,7 @@ class ExpansionStore:
         import lmdb
 
         try:
-            with self._env.begin(write=True, db=self._db) as txn:
+            with self._locked(fcntl.LOCK_EX), self._env.begin(write=True, db=self._db) as txn:
                 txn.put(self._key(names), value)
         except lmdb.Error as exc:
             raise CacheError(f"cannot write to the expansion cache at {self.path!r}: {exc}") from None
@@ -140,7 +207,7 @@ class ExpansionStore:
     def __len__(self) -> int:
         """Entries under this store's key."""
         n = 0
-        with self._env.begin(db=self._db) as txn:
+        with self._locked(fcntl.LOCK_SH), self._env.begin(db=self._db) as txn:
             cursor = txn.cursor()
             if cursor.set_range(self._prefix):
                 for key in cursor.iternext(values=False):
@@ -150,7 +217,12 @@ class ExpansionStore:
         return n
 
     def close(self) -> None:
-        self._env.close()
+        """Close the environment and the sidecar lock file (idempotent)."""
+        with self._thread_lock:
+            self._env.close()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
 
     def __enter__(self):
         return self

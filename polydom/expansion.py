@@ -7,10 +7,13 @@ lattice's mask-based interface. It
 * keeps the returned models by mask;
 * trains a batch (a lattice layer) through joblib when ``n_jobs`` asks for it, in chunks large
   enough that per-task overhead stays small; the caller's ``joblib.parallel_config`` chooses the
-  engine (loky by default, Dask or Ray when configured), and results come back in input order,
-  so the explored sets and the index are identical whatever the engine;
+  engine (loky by default, Dask or Ray when configured). Chunks come back as they complete;
 * consults and fills a persistent :class:`~polydom.cache.ExpansionStore`, committing each set as
-  soon as it is trained, so an interrupted build resumes without retraining;
+  soon as it comes back -- a chunk that finished behind a slower one is committed at once -- so
+  an interrupted or killed build loses at most the sets in flight and resumes without retraining;
+* applies what it keeps in memory (models, standard errors, the black box's ``remember``) in
+  input order, so the explored sets and the index are identical whatever the
+  engine and whatever order the chunks finish in;
 * refuses to train more than ``max_expansions`` sets, and stops at a ``deadline``.
 """
 
@@ -51,9 +54,13 @@ def _expand_one(expand: Callable, features: frozenset):
         raise ExpansionError(f"expand({sorted(features)}) raised {type(exc).__name__}: {exc}") from exc
 
 
-def _train_chunk(expand: Callable, chunk: Sequence[frozenset]) -> list[Any]:
-    """Run the black box on one chunk of sets (in a worker); results in order."""
-    return [_expand_one(expand, features) for features in chunk]
+def _train_chunk(expand: Callable, chunk: Sequence[frozenset], start: int = 0) -> tuple[int, list[Any]]:
+    """Run the black box on one chunk of sets (in a worker); ``start`` and the results in order.
+
+    ``start`` is the chunk's position in its batch, handed back so that chunks may return in
+    any order.
+    """
+    return start, [_expand_one(expand, features) for features in chunk]
 
 
 class ModelRecorder:
@@ -146,22 +153,21 @@ class ModelRecorder:
             # A black box trained in worker processes learns nothing in this one; it may take
             # the results back (its winners, fold scores) through ``remember``.
             remember = getattr(self.expand, "remember", None) if self.n_jobs not in (None, 1) else None
-            for m, result in zip(todo, self._train([self.space.frozenset(m) for m in todo])):
-                features = self.space.frozenset(m)
-                checked = check_expansion(result, features)
-                if callable(remember):
-                    remember(features, checked)
-                acc, model = checked.accuracy, checked.model
-                if model is not None:
-                    self.models[m] = model
-                if checked.std_error is not None:
-                    self.std_errors[m] = checked.std_error
-                if self.store is not None:
-                    self.store.put(self.space.sorted_names(m), acc, model, checked.std_error)
-                out[m] = acc
-                self.calls += 1
+            sets = [self.space.frozenset(m) for m in todo]
+            arrived: dict[int, Any] = {}
+            applied = 0
+            for position, result in self._train(sets):
+                m = todo[position]
+                checked = check_expansion(result, sets[position])
+                if self.store is not None:  # durable now, whatever finishes after it
+                    self.store.put(self.space.sorted_names(m), checked.accuracy, checked.model, checked.std_error)
+                arrived[position] = checked
+                self.calls += 1  # progress counts sets as they come back
                 if self.on_trained is not None:
                     self.on_trained(self.calls)
+                while applied in arrived:  # in input order, as a serial build would
+                    self._keep(todo[applied], sets[applied], arrived.pop(applied), remember, out)
+                    applied += 1
         return [out[m] for m in masks]
 
     @property
@@ -182,6 +188,16 @@ class ModelRecorder:
 
     # -- internals -----------------------------------------------------------------------------
 
+    def _keep(self, m: int, features: frozenset, checked, remember, out: dict) -> None:
+        """Record one trained set in memory (its store entry is already committed)."""
+        if callable(remember):
+            remember(features, checked)
+        if checked.model is not None:
+            self.models[m] = checked.model
+        if checked.std_error is not None:
+            self.std_errors[m] = checked.std_error
+        out[m] = checked.accuracy
+
     def _check_limits(self, batch: int) -> None:
         if self.max_expansions is not None and self.calls + batch > self.max_expansions:
             raise ExpansionLimitError(
@@ -196,21 +212,27 @@ class ModelRecorder:
             raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
 
     def _train(self, sets: list[frozenset]):
-        """Results of the black box on ``sets``, in order, streamed as they complete."""
+        """``(position, result)`` of the black box on each of ``sets``, as each completes.
+
+        In this process the order is the input order. In parallel, chunks are yielded in the
+        order they finish, so that a chunk done behind a slower one is committed at once.
+        """
         if self.n_jobs in (None, 1) or len(sets) == 1:
             for i, features in enumerate(sets):
                 if i:
                     self._check_deadline()  # stop between sets; what was trained is kept
-                yield _expand_one(self.expand, features)
+                yield i, _expand_one(self.expand, features)
             return
         from joblib import Parallel, delayed, effective_n_jobs
 
         workers = max(1, effective_n_jobs(self.n_jobs))
         # About four chunks per worker: large enough to amortise dispatch, small enough to balance.
         size = max(1, math.ceil(len(sets) / (4 * workers)))
-        chunks = [sets[i : i + size] for i in range(0, len(sets), size)]
-        parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
-        for i, results in enumerate(parallel(delayed(_train_chunk)(self.expand, chunk) for chunk in chunks)):
-            if i:
+        starts = range(0, len(sets), size)
+        parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")
+        tasks = (delayed(_train_chunk)(self.expand, sets[i : i + size], i) for i in starts)
+        for done, (start, results) in enumerate(parallel(tasks), 1):
+            for offset, result in enumerate(results):
+                yield start + offset, result
+            if done < len(starts):
                 self._check_deadline()
-            yield from results

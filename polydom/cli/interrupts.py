@@ -18,9 +18,17 @@ from . import Interrupted
 __all__ = ["cached_sets", "interrupted"]
 
 # The cache is still open in this process when Ctrl-C arrives, and an LMDB environment cannot be
-# opened twice in one process, so a child process counts its entries (all keys) read-only.
+# opened twice in one process, so a child process counts its entries (all keys) read-only,
+# holding the cache's sidecar lock shared so that no other build writes meanwhile
+# (see polydom.cache).
 _COUNT = """\
-import sys, lmdb
+import fcntl, os, sys, lmdb
+try:
+    lock = os.open(os.path.join(sys.argv[1], sys.argv[2]), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+except OSError:
+    lock = None
+else:
+    fcntl.flock(lock, fcntl.LOCK_SH)
 env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=2, subdir=True)
 try:
     db = env.open_db(b"expansions", create=False)
@@ -38,7 +46,9 @@ def cached_sets(path) -> int | None:
     if not os.path.isfile(os.path.join(path, "data.mdb")):
         return 0
     try:
-        done = subprocess.run([sys.executable, "-c", _COUNT, path], capture_output=True, text=True, timeout=30)
+        from polydom.cache import LOCK_FILE
+
+        done = subprocess.run([sys.executable, "-c", _COUNT, path, LOCK_FILE], capture_output=True, text=True, timeout=30)
         return int(done.stdout.strip()) if done.returncode == 0 else None
     except (OSError, ValueError, subprocess.SubprocessError):
         return None

@@ -1,0 +1,128 @@
+"""Builds meeting production: several processes on one expansion cache, a kill during a parallel
+build, and hostile or odd input to the classifier and the budgets.
+
+Concurrency tests run real processes with time limits; a hang is a failure.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from polydom.cache import ExpansionStore
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs POSIX process groups")
+
+
+def _run_children(scripts, env, cwd, timeout=180):
+    """Start every ``(script, args)`` at once; their exit statuses and stderr, or fail after ``timeout``."""
+    procs = [subprocess.Popen([sys.executable, "-c", script, *args], stderr=subprocess.PIPE, text=True, env=env,
+                              cwd=cwd, start_new_session=True) for script, args in scripts]
+    deadline = time.monotonic() + timeout
+    out = []
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            out.append((proc.returncode, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    return out
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from polydom.cache import ExpansionStore
+
+    path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    with ExpansionStore(path, "k") as store:
+        for i in range(n):
+            store.put([tag, f"f{i}"], (i % 100) / 100, None, 0.01)
+            if store.get([tag, f"f{i}"]) is None:
+                sys.exit(f"{tag}: entry {i} vanished right after it was written")
+""")
+
+
+def test_processes_writing_one_expansion_cache_at_once_keep_every_entry(tmp_path, subprocess_env):
+    cache, n, tags = tmp_path / "cache", 400, ("a", "b", "c")
+    results = _run_children([(WRITER, [str(cache), tag, str(n)]) for tag in tags], subprocess_env, tmp_path)
+    assert [code for code, _ in results] == [0] * len(tags), results  # no SIGABRT, no MDB_CORRUPTED
+    with ExpansionStore(cache, "k") as store:
+        assert len(store) == n * len(tags)
+        for tag in tags:
+            for i in range(n):
+                hit = store.get([tag, f"f{i}"])
+                assert hit is not None and hit.accuracy == (i % 100) / 100 and hit.std_error == 0.01
+
+
+PARALLEL_BUILD = textwrap.dedent("""
+    import os, sys, time
+    import polydom
+
+    here = sys.argv[1]
+    inst = polydom.make_synthetic(8, k=None, seed=1)
+    n = len(inst.costs)
+
+    def expand(features):
+        # The first set of the first parallel batch to start never finishes: it is in flight
+        # when the build is killed. Every other set leaves a mark once trained.
+        if 0 < len(features) < n:
+            try:
+                os.close(os.open(os.path.join(here, "slow"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                time.sleep(300)
+        result = inst.expand(features)
+        open(os.path.join(here, "done", "+".join(sorted(features)) or "{}"), "w").close()
+        return result
+
+    polydom.build(inst.costs, expand, alpha=1.0, n_jobs=2, cache=os.path.join(here, "cache"), cache_key="k")
+""")
+
+
+def _cached(cache, names_of_sets):
+    """How many of ``names_of_sets`` the cache at ``cache`` holds."""
+    if not (cache / "data.mdb").exists():
+        return 0
+    with ExpansionStore(cache, "k") as store:
+        return sum(store.get(names) is not None for names in names_of_sets)
+
+
+def test_a_killed_parallel_build_keeps_every_set_that_finished(tmp_path, subprocess_env):
+    (tmp_path / "done").mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", PARALLEL_BUILD, str(tmp_path)], stderr=subprocess.PIPE, text=True,
+                            env=subprocess_env, cwd=tmp_path, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        # Wait until one set hangs and the other worker has finished all it could of that batch.
+        marks, stable_since = -1, time.monotonic()
+        while True:
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "the build never reached the hanging set"
+            now = len(os.listdir(tmp_path / "done"))
+            if now != marks:
+                marks, stable_since = now, time.monotonic()
+            elif (tmp_path / "slow").exists() and time.monotonic() - stable_since > 2.0:
+                break
+            time.sleep(0.1)
+        finished = [name.split("+") if name != "{}" else [] for name in os.listdir(tmp_path / "done")]
+        # Each finished set is committed as it comes back; give the build time to do so.
+        commit_deadline = time.monotonic() + 20
+        while _cached(tmp_path / "cache", finished) < len(finished) and time.monotonic() < commit_deadline:
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGKILL)  # the build and its workers
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    kept = _cached(tmp_path / "cache", finished)
+    assert len(finished) > 3  # the batch went on behind the hanging set
+    assert kept == len(finished), f"{len(finished) - kept} of {len(finished)} finished sets lost"
