@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-__all__ = ["walk_predicted", "walk_measured"]
+__all__ = ["SequenceWalk", "best_computed", "best_reachable", "walk_predicted", "walk_measured"]
 
 
 def walk_predicted(horners: Sequence[Sequence[float]], size: float, budget: float) -> tuple[int, float]:
@@ -106,3 +106,64 @@ def walk_measured(
             observe(k, c, elapsed - before)
         length += 1
     return length, elapsed
+
+
+class SequenceWalk:
+    """One sequence as a measured walk at one size: its names, feature indices, predicted costs
+    and guards in walk order, and its prefixes (``prefixes[k]``: the first ``k`` features as
+    ``(features, accuracy, key, std_error)``)."""
+
+    __slots__ = ("names", "features", "cost", "guards", "prefixes")
+
+    def __init__(self, names, horners, prefixes, size: float, features, guards):
+        self.names = names
+        self.features = features
+        self.prefixes = prefixes
+        self.cost = []
+        for h in horners:
+            c = 0.0  # polydom.index.poly.horner_scalar, as in walk_predicted
+            for a in h:
+                c = c * size + a
+            self.cost.append(c)
+        self.guards = [guards[i] for i in features]
+
+    def reach(self, computed, elapsed: float, budget: float) -> int:
+        """The longest prefix a walk from ``elapsed`` reaches on the predicted costs: every
+        uncomputed step must fit ``elapsed + cost * guard <= budget`` (``computed``: free)."""
+        length = 0
+        for name, c, g in zip(self.names, self.cost, self.guards):
+            if name not in computed:
+                if elapsed + c * g > budget:
+                    break
+                elapsed += c
+            length += 1
+        return length
+
+
+def best_reachable(walks, first: int, computed, elapsed: float, budget: float, floor: float):
+    """``(sequence, length)`` of the most accurate prefix more accurate than ``floor`` that a walk
+    reaches from ``elapsed`` (:meth:`SequenceWalk.reach`); sequence ``first`` wins ties, then the
+    lower sequence. None if none beats ``floor``."""
+    best, best_acc = None, floor
+    for s in [first] + [s for s in range(len(walks)) if s != first]:
+        walk = walks[s]
+        length = walk.reach(computed, elapsed, budget)
+        # A shorter prefix of the same sequence may be more accurate (accuracies need not grow).
+        for k in range(length, -1, -1):
+            acc = walk.prefixes[k][1]
+            if acc > best_acc:
+                best, best_acc = (s, k), acc
+    return best
+
+
+def best_computed(walks, first: int, computed) -> tuple[int, int]:
+    """``(sequence, length)`` of the most accurate prefix whose features are all in ``computed``
+    (the empty prefix of sequence ``first`` when none is)."""
+    best, best_acc = (first, 0), walks[first].prefixes[0][1]
+    for s, walk in enumerate(walks):
+        for k, name in enumerate(walk.names):
+            if name not in computed:
+                break
+            if walk.prefixes[k + 1][1] > best_acc:
+                best, best_acc = (s, k + 1), walk.prefixes[k + 1][1]
+    return best

@@ -25,7 +25,7 @@ from polydom.index.protocol import CostSensitiveIndex
 from polydom.index.state import check_std_errors, optional_column, read_optional_column
 from polydom.lattice import FeatureSpace
 
-from .anytime import walk_measured, walk_predicted
+from .anytime import SequenceWalk, best_computed, best_reachable, walk_measured, walk_predicted
 from .skyline import SkylineEntry, prefix_masks, prefix_skyline
 
 __all__ = ["GreedyIndex"]
@@ -227,20 +227,28 @@ class GreedyIndex(CostSensitiveIndex):
         guarded: bool = True,
         serving_guards=None,
     ) -> Choice:
-        """Measured mode: compute the chosen sequence's features for real, one at a time.
+        """Measured mode: compute a sequence prefix's features for real, one at a time.
 
-        The sequence is chosen as in :meth:`lookup`. Before each feature, the time elapsed since
-        the call began plus the feature's predicted cost at ``size`` (times its guard,
-        :meth:`cost_guards`) must fit ``budget``;
-        otherwise the walk stops. This adapts to costs that differ from their predictions:
-        faster features leave room for more, a slow one stops the walk early.
+        The target is the most accurate prefix, over every sequence, that a walk can reach at
+        ``size``: a feature is started only if the time used plus its predicted cost (times its
+        guard, :meth:`cost_guards`) fits ``budget``, so a prefix is reachable when every one of
+        its steps passes that check on the predicted costs. The sequence :meth:`lookup` walks
+        wins ties. With guards of 1 at ``n0`` that is the lookup's answer; elsewhere it is at
+        least as accurate. Since a prefix reachable within a budget is reachable within any
+        larger one, on a clock that matches the curves the served accuracy never falls as the
+        budget grows -- even where the guards refuse the lookup's sequence at its first feature.
+
+        If the clock refuses a step of the target (a feature ran slow), the walk continues with
+        the most accurate prefix of any sequence that beats what is computed and is reachable
+        in the time left, the computed features counting as free. It answers with the most
+        accurate prefix whose features are all computed.
 
         Parameters
         ----------
         size, budget : float
             As for :meth:`lookup`; ``budget`` is in the clock's unit.
         compute : callable
-            ``compute(feature_name)``, called once per feature in walk order; keep the values
+            ``compute(feature_name)``, called at most once per feature; keep the values
             yourself (the return value is ignored).
         clock : callable, default time.perf_counter
             ``clock() -> float``, read once at the start and once after each feature.
@@ -253,32 +261,48 @@ class GreedyIndex(CostSensitiveIndex):
         Returns
         -------
         Choice
-            The last complete prefix and its model. **Its ``cost`` is the measured elapsed
-            time**, not a prediction. It is ``<= budget`` when no feature took longer than
-            predicted; a feature that overran is still kept once computed, so ``cost`` may then
-            exceed ``budget``, but no further feature is started.
+            The served prefix and its model. **Its ``cost`` is the measured elapsed time**, not
+            a prediction. It is ``<= budget`` when no feature took longer than predicted; a
+            feature that overran is still kept once computed, so ``cost`` may then exceed
+            ``budget``, but no further feature is started that the clock says cannot fit.
         """
         domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = self._snapshot[1]
         check_query(size, budget, domain)
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1
-        sid = sky_seq[j if j > 0 else 0]
+        first = sky_seq[j if j > 0 else 0]
         guards = self.walk_guards(size, guarded, serving_guards)
-        learning = guarded and serving_guards is not None
-        scaled = any(g != 1.0 for g in guards)
-        walk_guards, observe = None, None
-        if scaled or learning:
-            positions = [self.space.names.index(name) for name in seq_names[sid]]
-            walk_guards = [guards[i] for i in positions] if scaled else None
-            if learning:
-
-                def observe(k, predicted, seconds):
-                    serving_guards.observe(positions[k], size, predicted, seconds)
-
-        length, elapsed = walk_measured(seq_names[sid], seq_horner[sid], size, budget, compute, clock, walk_guards,
-                                        observe)
-        features, accuracy, key, std_error = seq_prefix[sid][length]
+        learn = serving_guards if guarded else None
+        position = {name: i for i, name in enumerate(self.space.names)}
+        walks = [SequenceWalk(names, horners, prefixes, size, [position[n] for n in names], guards)
+                 for names, horners, prefixes in zip(seq_names, seq_horner, seq_prefix)]
+        start = clock()
+        elapsed = 0.0
+        computed: set[str] = set()
+        served = (first, 0)
+        floor = -1.0
+        while True:
+            target = best_reachable(walks, first, computed, elapsed, budget, floor)
+            if target is None:
+                break
+            walk, length = walks[target[0]], target[1]
+            for k in range(length):
+                name = walk.names[k]
+                if name in computed:
+                    continue
+                if elapsed + walk.cost[k] * walk.guards[k] > budget:
+                    break  # slower than predicted: look for another target with what is left
+                compute(name)
+                computed.add(name)
+                before, elapsed = elapsed, clock() - start
+                if learn is not None:
+                    learn.observe(walk.features[k], size, walk.cost[k], elapsed - before)
+            served = best_computed(walks, first, computed)
+            floor = walks[served[0]].prefixes[served[1]][1]
+            if all(name in computed for name in walk.names[:length]):
+                break
+        features, accuracy, key, std_error = walks[served[0]].prefixes[served[1]]
         return Choice(features, accuracy, float(elapsed), key, models, std_error)
 
     #: The paper's name for :meth:`select` on Greedy.
@@ -390,5 +414,12 @@ class GreedyIndex(CostSensitiveIndex):
             f"<GreedyIndex backend={self.backend!r} features={len(self.space)} lambdas={len(self.lambdas)} "
             f"sequences={len(self._seq_names)} entries={len(self.skyline)} n0={self.n0}>"
         )
+
+    def option_sets(self) -> tuple[list[int], list[float]]:
+        """The sets :meth:`options_at` lists at every size (each prefix of each sequence), mask
+        ascending, with their accuracies; the planners gather many sizes' options from these
+        (:func:`polydom.index.optiontable.options_many`)."""
+        masks = sorted({m for s in dict.fromkeys(self.sequences) for m in prefix_masks(s)})
+        return masks, [self.accuracy[m] for m in masks]
 
 

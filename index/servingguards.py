@@ -1,23 +1,30 @@
 """Cost guards learned from the serving clock.
 
 An index's guards (:meth:`CostSensitiveIndex.cost_guards`) come from calls measured at fit time.
-A request meets the machine as it is now: on the demo, the median held-out call of a cheap
-feature at the smallest size took 1.2 to 1.65 times its curve where the fit-time sample said
-1.1 to 1.2, and a guard taken then let such features start at the edge of a budget they then
-overran. Every anytime walk measures each feature it computes, so serving can keep the guard
-itself: per feature and size band, the ``quantile`` of measured / predicted time over the last
-``window`` calls.
+A request meets the machine as it is now. Every anytime walk measures each feature it computes,
+so serving keeps the guard itself: per feature and size band, from the ratios measured /
+predicted of the last ``window`` calls, the ``quantile`` those ratios' middle half predicts
+(:func:`robust_guard`).
+
+*Intrinsic cost and scheduling noise.* A call's wall time is the feature's own work plus
+whatever the machine did meanwhile. Another process taking the core for a few milliseconds
+lands on any call, however cheap: a 0.2 ms feature's ratio becomes 15 or 25. The raw 0.99
+quantile of such a window is a preempted call, and the walk then served the majority class at
+every budget that feature fitted (a digits fit served on recorded held-out times with 3-5 ms added
+to 6% of the calls: 0.14-0.19 on time at 0.5-2 ms against 0.35-0.77 with the fit's guards alone).
+So the guard comes from the median and upper quartile, which a minority of slow calls (under a
+quarter) cannot move, with room (:data:`TAIL_ROOM`) for a tail heavier than the log-normal law's,
+and never above the window's own quantile. A real slowdown moves the median, and the guard with
+it. What preemption costs is left to the walk's stake (:mod:`polydom.index.anytime`): the chance
+to finish (:meth:`ServingGuards.finish_chance`) counts every call, preempted ones included.
 
 Until a feature has ``min_calls`` calls in a band, the ratios of *every* feature served in that
 band stand in for its own, once there are ``pool_min_calls`` of them: the guard is the larger of
-the index's guard and that pooled quantile. The machine's slowdown is shared by the features: on
+the index's guard and that pooled guard. The machine's slowdown is shared by the features: on
 the demo's Fashion-MNIST run the learned guards at 28x28 were 1.3 to 1.6 times the fit's for
 every one of the eight features, and waiting for each feature's own calls let each new feature a
-walk reached overrun its first ones in turn (4-6% of a cell's answers at the first budget that
-computes features). Bands do not borrow from each other: the smallest items run furthest above
-their curves (per-call overhead), and a pool of all sizes, filled first by the small items of
-the tightest budgets, refused features that fit at larger sizes (on one digits run, 4% of the
-158x158 answers at 0.5 ms got no feature).
+walk reached overrun its first ones in turn. Bands do not borrow from each other: the smallest
+items run furthest above their curves (per-call overhead).
 
 *One call alone* does not set a guard: a learned guard is the window's quantile, capped at its
 second largest ratio. A request path has rare calls far above any curve -- the process paused,
@@ -58,7 +65,7 @@ serves one learning pass, which the rule above for guards learned below the inde
 (on the eight demo runs of ``benchmarks/results/seeds-*-monotone.md``, 27 answers of one run's
 27,500).
 
-Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= 1 and was computed
+Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= :data:`MIN_GUARD` and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
 from at least ``pool_min_calls`` of its band; only learned records are probed; a forgotten
 feature record's ceiling (>= 1) lasts until it learns again.
@@ -69,10 +76,22 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
+from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["ServingGuards", "upper_quantile"]
+__all__ = ["ServingGuards", "robust_guard", "upper_quantile"]
+
+#: Where a feature's learned guard may sit above what the middle half of its calls predicts
+#: (:func:`robust_guard`): room for a tail heavier than the log-normal law's.
+TAIL_ROOM = 1.25
+
+#: The lowest learned guard: a machine measured twice as fast as the curves (curves fitted on a
+#: busy machine, served on a quiet one) may start features their curves say do not fit, not more.
+MIN_GUARD = 0.5
+
+#: The upper quartile of the standard normal law.
+_Z75 = NormalDist().inv_cdf(0.75)
 
 
 def upper_quantile(ratios, quantile: float) -> float:
@@ -83,6 +102,32 @@ def upper_quantile(ratios, quantile: float) -> float:
     if quantile >= 1.0 or len(values) < 2:  # the maximum was asked for, or is all there is
         return guard
     return min(guard, float(values[-2]))
+
+
+def robust_guard(ratios, quantile: float) -> float:
+    """A feature's guard from its recent measured / predicted ``ratios``: their ``quantile`` as the
+    middle half of the calls predicts it, never above what the calls themselves show.
+
+    The ``quantile`` of a log-normal law through the calls' median and upper quartile
+    (``median * (q75 / median) ** (z(quantile) / z(0.75))``), at most :data:`TAIL_ROOM` times
+    that, and at most the window's own quantile (:func:`upper_quantile`). A preemption -- another
+    process took the core for a few milliseconds -- lands on any call, however cheap, and turns a
+    0.2 ms feature's ratio into 15 or 25; the quantile of the raw ratios then refuses the feature
+    for good, while a minority of such calls (under a quarter) cannot move the median or the upper
+    quartile. The feature's own spread (its data, the caches) shows in the middle half, and a
+    tail heavier than the law's is kept up to :data:`TAIL_ROOM`. Preemption is left to the
+    finishing chance (:meth:`ServingGuards.finish_chance`), which counts every call.
+    """
+    values = np.sort(np.fromiter(ratios, float))
+    raw = upper_quantile(values, quantile)
+    if quantile >= 1.0 or len(values) < 4:
+        return raw
+    median = float(np.median(values))
+    if not median > 0.0:
+        return raw
+    spread = max(float(np.quantile(values, 0.75)) / median, 1.0)
+    modelled = median * spread ** (NormalDist().inv_cdf(quantile) / _Z75)
+    return min(raw, TAIL_ROOM * modelled)
 
 
 #: Walks in a band between two looks for records to probe (a look scans the band's records).
@@ -100,8 +145,9 @@ class ServingGuards:
         The share of recent calls a guarded start covers.
     window : int, default 256
         Recent calls kept per feature and size band.
-    min_calls : int, default 50
-        Calls of a feature a band needs before their guard replaces the index's.
+    min_calls : int, default 20
+        Calls of a feature a band needs before their guard replaces the index's (a median and
+        a quartile settle on fewer calls than a 0.99 quantile did).
     pool_min_calls : int, default 20
         Calls of any features a band needs before their pooled guard may raise the index's
         (few calls put a high quantile at their largest ratio: a cautious start).
@@ -120,7 +166,7 @@ class ServingGuards:
     Records are keyed ``(feature, band)``, and ``(None, band)`` for the band's pool.
     """
 
-    def __init__(self, index, *, quantile: float = 0.99, window: int = 256, min_calls: int = 50,
+    def __init__(self, index, *, quantile: float = 0.99, window: int = 256, min_calls: int = 20,
                  pool_min_calls: int = 20, refresh: int = 16, forget_after: int | None = 256):
         if not 0.5 <= quantile <= 1.0:
             raise ValueError(f"quantile must lie in [0.5, 1], got {quantile!r}")
@@ -142,6 +188,7 @@ class ServingGuards:
         self._ceiling: dict[tuple[int, int], float] = {}  # a forgotten record's guard, until it learns again
         self._ratios: dict[tuple[int, int], deque] = {}
         self._learned: dict[tuple[int, int], float] = {}
+        self._sorted: dict[tuple[int, int], np.ndarray] = {}  # a learned record's ratios, sorted
         self._calls: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
 
@@ -186,6 +233,24 @@ class ServingGuards:
         ceiling = self._ceiling.get(key)
         return guard if ceiling is None else min(guard, ceiling)
 
+    def finish_chance(self, feature: int, size: float, ratio: float) -> float | None:
+        """The share of recent calls of ``feature`` in ``size``'s band that took at most ``ratio``
+        times their predicted cost -- every call, preempted ones included; the band's pooled calls
+        where the feature has too few of its own; None where neither is learned, or the record is
+        probed or was forgotten (the guard then decides alone).
+
+        ``O(log window)``; reads a sorted copy replaced whole, without the lock."""
+        band = self.band(size)
+        key = (int(feature), band)
+        if key in self._probing or key in self._ceiling or (None, band) in self._probing:
+            return None  # probed or forgotten: the walk's guard decides, as guards() says
+        ratios = self._sorted.get(key)
+        if ratios is None:
+            ratios = self._sorted.get((None, band))
+            if ratios is None:
+                return None
+        return float(np.searchsorted(ratios, ratio, side="right")) / len(ratios)
+
     def seen(self, size: float) -> tuple[int, ...]:
         """Per feature, in index order: the calls recorded in ``size``'s band."""
         band = self.band(size)
@@ -222,7 +287,7 @@ class ServingGuards:
             # Faster than it learned: start afresh -- unless the learned guard is not above the
             # index's here, where it is not what held the feature back and its calls are kept.
             if ratio < learned and (base is None or learned > base):
-                for table in (self._ratios, self._learned, self._calls):
+                for table in (self._ratios, self._learned, self._calls, self._sorted):
                     table.pop(key, None)
                 if key[0] is not None:
                     self._ceiling[key] = learned
@@ -234,7 +299,9 @@ class ServingGuards:
         calls = self._calls[key] = self._calls.get(key, 0) + 1
         least = self.min_calls if key[0] is not None else self.pool_min_calls
         if calls >= least and (calls - least) % self.refresh == 0:
-            self._learned[key] = max(1.0, upper_quantile(ratios, self.quantile))
+            self._learned[key] = max(MIN_GUARD, robust_guard(ratios, self.quantile))
+            # Replaced whole, so that finish_chance reads it without the lock.
+            self._sorted[key] = np.sort(np.fromiter(ratios, float))
             self._ceiling.pop(key, None)
 
     def snapshot(self) -> "ServingGuards":
@@ -245,6 +312,7 @@ class ServingGuards:
         with self._lock:
             copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)
+            copy._sorted = dict(self._sorted)
             copy._walks, copy._last, copy._probing = dict(self._walks), dict(self._last), set(self._probing)
             copy._ceiling = dict(self._ceiling)
         return copy
@@ -256,10 +324,11 @@ class ServingGuards:
 
     def _check(self) -> None:
         for key, guard in self._learned.items():
-            assert guard >= 1.0, (key, guard)
+            assert guard >= MIN_GUARD, (key, guard)
             least = self.min_calls if key[0] is not None else self.pool_min_calls
             assert least <= len(self._ratios[key]) <= self.window, key
         assert set(self._last) == set(self._ratios) == set(self._calls), "every record knows when it was last called"
         assert self._probing <= set(self._learned), "only a learned guard is probed"
+        assert set(self._sorted) == set(self._learned), "every learned record keeps its sorted ratios"
         assert not set(self._ceiling) & set(self._learned), "a ceiling lasts until its record learns again"
         assert all(c >= 1.0 and key[0] is not None for key, c in self._ceiling.items())

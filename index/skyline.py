@@ -32,6 +32,7 @@ from .costcurve import CostCurve, set_cost_matrix
 from .poly import horner_scalar
 from .protocol import CostSensitiveIndex
 from .queries import Batch, bad_query, check_queries, check_query
+from .ranking import rank_scores
 from .state import IndexState
 from .sweep import check_against_brute_force, sweep
 from .values import Choice
@@ -279,7 +280,7 @@ class PolyDomIndex(CostSensitiveIndex):
             ``"measured"``: the black box's scores; ``"monotone"``: their weighted isotonic fit on
             the subset order (:func:`polydom.lattice.monotone_scores`); ``"bounded"``: that fit
             held within one standard error of each set's measured score
-            (:func:`polydom.index.build.bounded_scores`).
+            (:func:`polydom.index.ranking.bounded_scores`).
 
         Returns
         -------
@@ -295,8 +296,6 @@ class PolyDomIndex(CostSensitiveIndex):
         >>> sorted(index.lookup(1, 3.0).features), sorted(index.with_scores("monotone").lookup(1, 3.0).features)
         (['a'], ['a', 'b'])
         """
-        from .build import rank_scores  # the ranking rules live with the build pipeline
-
         ranked, measured, fit_stats = rank_scores(self.measured_scores, self.std_error, scores)
         keep = {k: v for k, v in self.stats.items() if k not in ("score_largest_rise", "score_largest_fall", "scores_moved")}
         return type(self).from_trained(

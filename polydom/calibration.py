@@ -57,8 +57,8 @@ GUARD_CALLS_PER_SIZE = 50
 #: Serving-like calls a size needs before their median places its guard (else the median over all).
 SAMPLE_CALLS_PER_SIZE = 8
 
-#: The share of training calls a guarded start covers.
-DEFAULT_GUARD_QUANTILE = 0.99
+# The share of training calls a guarded start covers: one constant with the walk that reads it.
+from polydom.index.anytime import DEFAULT_GUARD_QUANTILE  # noqa: E402
 #: Training images computed again one by one after a parallel extraction (:func:`calibrate_fits`).
 CALIBRATION_IMAGES = 160
 

@@ -11,7 +11,7 @@ import numbers
 from collections.abc import Mapping
 
 from polydom.backends import backend_spec, buildable
-from polydom.index.build import SCORE_MODES
+from polydom.index.ranking import SCORE_MODES
 
 from .constraints import (
     Boolean, Integer, NoneValue, Options, PathLike, Real, Satisfies, SequenceOf, validate_params,

@@ -59,7 +59,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         subset), which takes out the luck that picking the best of many noisy scores rewards.
         ``"bounded"``: that fit held within one standard error of each set's measured score, so
         no set is served whose measured score lies more than the two sets' standard errors
-        below an affordable trained set (:func:`polydom.index.build.bounded_scores`).
+        below an affordable trained set (:func:`polydom.index.ranking.bounded_scores`).
         ``"measured"``: the scores as cross-validated. ``index_.with_scores(mode)`` re-ranks a
         fitted index without training (``docs/score-ranking.md``).
         ``index_.measured_scores`` holds the measured scores either way. PolyDom backend only

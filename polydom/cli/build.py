@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Mapping
 
 from polydom.backends import backend_spec, buildable
-from polydom.index.build import SCORE_MODES
+from polydom.index.ranking import SCORE_MODES
 
 from . import UsageError
 

@@ -350,7 +350,12 @@ def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_
         clock = RecordingClock(twice)
         served.append(any_index.select(1.0, 7.0, clock.compute, clock, serving_guards=learn))
     learn.check()
-    assert learn.guards(1.0)[slow] == pytest.approx(2.0)
+    # Its own calls say 2; a walk that stopped starting it before it had 8 keeps the band's pool,
+    # whose middle half (cheap and mid at their curves, slow at twice) says less -- but above 1,
+    # enough to refuse it at 7 after cheap and mid (3 + 4 * guard > 7).
+    if learn.seen(1.0)[slow] >= 8:
+        assert learn.guards(1.0)[slow] == pytest.approx(2.0)
+    assert 1.0 < learn.guards(1.0)[slow] <= 2.0 + 1e-9
     assert learn.guards(1000.0) == any_index.cost_guards(1000.0)  # another size band: still the fit's
     assert served[0].cost > 7.0  # the fit's guard (1) let slow start and overrun ...
     clock = RecordingClock(twice)

@@ -114,13 +114,20 @@ def test_deterministic_with_random_state(digits, fitted, fast_params):
     assert same and all(again.index_.measured[m] == fitted.index_.measured[m] for m in same)
 
 
-def test_the_index_ranks_sets_by_the_monotone_fit_of_their_measured_scores(fitted):
+def test_the_index_ranks_sets_by_the_bounded_monotone_fit_of_their_measured_scores(fitted):
     index = fitted.index_
-    assert index.params["scores"] == "monotone" and set(index.measured) == set(index.explored)
-    assert audit_monotonicity(index.explored).max_violation == 0.0
-    # The measured scores were not monotone (real learners are not), so the fit moved some.
+    assert index.params["scores"] == "bounded" and set(index.measured) == set(index.explored)
+    # The measured scores were not monotone (real learners are not), so the fit moved some ...
     assert audit_monotonicity(index.measured_scores).max_violation > 0 and index.stats["scores_moved"] > 0
-    assert index.explored == pytest.approx(monotone_scores(index.measured, index.std_error), abs=1e-9)
+    # ... each within one standard error of its measurement.
+    fit = monotone_scores(index.measured, index.std_error)
+    for m, score in index.explored.items():
+        se = index.std_error[m]
+        assert score == pytest.approx(min(max(fit[m], index.measured[m] - se), index.measured[m] + se), abs=1e-12)
+    # Re-ranked without training: the monotone fit itself.
+    monotone = index.with_scores("monotone")
+    assert audit_monotonicity(monotone.explored).max_violation == 0.0
+    assert monotone.explored == pytest.approx(fit, abs=1e-9) and monotone.measured == index.measured
     # The served set carries the fitted score; its measured one stays beside it.
     choice = index.lookup(float(28 * 28), 1.0)
     mask = index.space.mask(choice.features)

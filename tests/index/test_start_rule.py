@@ -1,0 +1,116 @@
+"""The start rule on injected clocks with injected preemption: robust learned guards and the stake.
+
+A walk starts a feature when its guard fits the time left (the guard learned from the middle
+half of the feature's calls, so preempted calls do not become refusals) and when starting raises
+the expected on-time accuracy (the chance to finish times the target's accuracy beats what is
+already computed).
+"""
+
+import copy
+import random
+
+import numpy as np
+import pytest
+
+import polydom
+from polydom.index.servingguards import TAIL_ROOM, ServingGuards, robust_guard, upper_quantile
+
+
+class JitterClock:
+    """Time advances only when a feature is computed: by its scripted duration, plus a
+    preemption of ``stall`` seconds on the calls ``preempt()`` picks."""
+
+    def __init__(self, durations, preempt, stall):
+        self.now, self.durations, self.preempt, self.stall, self.computed = 0.0, durations, preempt, stall, []
+
+    def __call__(self):
+        return self.now
+
+    def compute(self, name):
+        self.computed.append(name)
+        self.now += self.durations[name] + (self.stall if self.preempt() else 0.0)
+
+
+def one_feature(majority: float, accuracy: float, guard: float = 1.2):
+    """An index over one feature ``a`` (1 s at every size) with the fit's ``guard`` for it."""
+    scores = {frozenset(): majority, frozenset({"a"}): accuracy, frozenset({"b"}): accuracy - 0.05,
+              frozenset({"a", "b"}): accuracy + 0.01}
+    index = polydom.build({"a": [1.0], "b": [50.0]}, lambda s: scores[frozenset(s)], e=1.0, tolerance=0.0)
+    out = copy.copy(index)
+    out.params = {**index.params, "cost_guard": [guard, 1.0], "cost_guard_quantile": 0.99}
+    return out
+
+
+def preempted_calls(learn, n: int, share: float, seed: int = 0):
+    """``n`` calls of feature 0 at 1.0-1.05 times its curve, ``share`` of them preempted by 4 s."""
+    rng = random.Random(seed)
+    for _ in range(n):
+        learn.observe(0, 1.0, 1.0, rng.uniform(1.0, 1.05) + (4.0 if rng.random() < share else 0.0))
+
+
+def test_a_minority_of_preempted_calls_does_not_move_the_learned_guard():
+    rng = np.random.default_rng(1)
+    quiet = rng.uniform(1.0, 1.05, 256)
+    for share in (0.02, 0.06, 0.2):
+        ratios = quiet.copy()
+        ratios[rng.random(256) < share] += 4.0
+        # The raw 0.99 quantile is a preempted call: a guard of 5 would refuse the feature for good.
+        assert upper_quantile(ratios, 0.99) > 4.0
+        assert robust_guard(ratios, 0.99) <= TAIL_ROOM * 1.1
+    # With no outliers the robust guard is the window's own quantile (never above it).
+    assert robust_guard(quiet, 0.99) <= upper_quantile(quiet, 0.99) + 1e-12
+    # A real slowdown of every call moves it all the way.
+    assert robust_guard(3.0 * quiet, 0.99) >= 3.0
+
+
+def test_preemption_injected_into_walks_does_not_turn_into_refusal():
+    # Budget 1.5 fits a (1 s, fit guard 1.2). One call in sixteen is preempted by 4 s. Before, the
+    # learned 0.99 quantile became such a call (a guard near 5) and the walks served the majority
+    # class from then on; now a keeps being started and served on time in most walks.
+    index = one_feature(majority=0.10, accuracy=0.85)
+    learn = ServingGuards(index, window=256, min_calls=20, pool_min_calls=20, refresh=4)
+    calls = iter(range(10**6))
+    clock_of = lambda: JitterClock({"a": 1.0, "b": 50.0}, lambda: next(calls) % 16 == 7, 4.0)  # noqa: E731
+    served = []
+    for _ in range(400):
+        clock = clock_of()
+        choice = index.select(1.0, 1.5, clock.compute, clock, serving_guards=learn)
+        served.append((choice.features == frozenset({"a"}), choice.cost <= 1.5))
+    learn.check()
+    later = served[100:]
+    assert learn.guards(1.0)[0] <= 1.5
+    assert sum(a for a, _ in later) == len(later)  # a started in every walk ...
+    on_time = sum(a and t for a, t in later) / len(later)
+    assert on_time >= 0.9  # ... and on time but for the preempted calls (1 in 16)
+
+
+@pytest.mark.parametrize("majority, accuracy, starts", [(0.10, 0.85, True), (0.90, 0.92, False)])
+def test_the_stake_decides_a_start_the_guard_allows(majority, accuracy, starts):
+    # 6% of a's calls are preempted, so it finishes within 1.4 s in about 94% of calls; its
+    # learned guard (from the middle half) fits 1.4 s. Where the fall-back is the majority class
+    # (0.10) and a gives 0.85, starting pays; where the fall-back gives 0.90 and a 0.92, it does
+    # not (0.94 * 0.92 < 0.90).
+    index = one_feature(majority, accuracy)
+    learn = ServingGuards(index, window=256, min_calls=20, pool_min_calls=20, refresh=4)
+    preempted_calls(learn, 256, 0.06)
+    assert learn.guards(1.0)[0] * 1.0 <= 1.4
+    chance = learn.finish_chance(0, 1.0, 1.4)
+    assert 0.9 < chance < 0.97
+    clock = JitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
+    choice, steps = index.select_steps(1.0, 1.4, clock.compute, clock, serving_guards=learn)
+    assert (choice.features == frozenset({"a"})) is starts
+    assert (clock.computed == ["a"]) is starts
+    if not starts:
+        assert steps == [("stop", "a")]
+    # Unguarded walks take no stake: they start whatever fits.
+    clock = JitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
+    assert index.select(1.0, 1.4, clock.compute, clock, guarded=False).features == frozenset({"a"})
+
+
+def test_before_serving_learns_the_stake_reads_the_fits_guard_as_a_quantile():
+    # Fit guard 2 at the 0.99 quantile: 2 s left gives a 0.99 chance. 0.99 * 0.92 > 0.90 starts,
+    # 0.99 * 0.92 < 0.915 does not.
+    for majority, starts in ((0.90, True), (0.915, False)):
+        index = one_feature(majority, 0.92, guard=2.0)
+        clock = JitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
+        assert (index.select(1.0, 2.0, clock.compute, clock).features == frozenset({"a"})) is starts
