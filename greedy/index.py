@@ -266,15 +266,16 @@ class GreedyIndex(CostSensitiveIndex):
             feature that overran is still kept once computed, so ``cost`` may then exceed
             ``budget``, but no further feature is started that the clock says cannot fit.
         """
-        domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = self._snapshot[1]
+        ix = self._view()  # one version from start to end, whatever a refresh does meanwhile
+        domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = ix._snapshot[1]
         check_query(size, budget, domain)
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1
         first = sky_seq[j if j > 0 else 0]
-        guards = self.walk_guards(size, guarded, serving_guards)
+        guards = ix.walk_guards(size, guarded, serving_guards)
         learn = serving_guards if guarded else None
-        position = {name: i for i, name in enumerate(self.space.names)}
+        position = {name: i for i, name in enumerate(ix.space.names)}
         walks = [SequenceWalk(names, horners, prefixes, size, [position[n] for n in names], guards)
                  for names, horners, prefixes in zip(seq_names, seq_horner, seq_prefix)]
         start = clock()

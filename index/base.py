@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 
@@ -36,7 +37,9 @@ class StoredIndex:
     serving paths read (lookups, batches, measured selection) in one attribute, ``_snapshot``,
     built from its public state and read once per call; ``_adopt`` assigns it last, in one
     assignment, so a lookup running meanwhile answers wholly from the old version or wholly from
-    the new. The index object, and any attribute the new version does not set, stay.
+    the new. The index object, and any attribute the new version does not set, stay. Queries that
+    read more than the snapshot -- the anytime walks -- read :meth:`_view`, one object per version
+    that nothing changes, taken once at their start.
 
     Invariant: ``_store`` is the :class:`~polydom.index.storage.reader.StoreReader` of the
     version this index holds, or None for an index built in memory; only the storage layer sets
@@ -81,8 +84,16 @@ class StoredIndex:
         return True
 
     def _attach_store(self, reader) -> None:
-        """Record the store reader of the version this index was loaded from (the storage layer calls it)."""
+        """Record the store reader of the version this index was loaded from (the storage layer
+        calls it), and freeze a view of that version for queries (:meth:`_view`)."""
         self._store = reader
+        self._version = copy.copy(self)  # taken before _version is set: the view is its own view
+
+    def _view(self) -> "StoredIndex":
+        """The index a query reads from start to end: for a loaded index, an object holding the
+        version last adopted that nothing ever changes (a walk reads many attributes, and
+        :meth:`refresh` replaces them one by one); for one built in memory, the index itself."""
+        return self.__dict__.get("_version", self)
 
     def _adopt(self, fresh: "StoredIndex") -> None:
         """Take over ``fresh``, an index of the same class read from a newer version.
@@ -94,7 +105,9 @@ class StoredIndex:
             raise TypeError(f"a {type(self).__name__} cannot adopt a {type(fresh).__name__}")
         state = vars(fresh)
         for name, value in state.items():
-            if name != "_snapshot":
+            if name not in ("_snapshot", "_version"):
                 setattr(self, name, value)
         if "_snapshot" in state:
             self._snapshot = state["_snapshot"]
+        # Last: queries that start from now on read the new version whole (fresh is never changed).
+        self._version = state.get("_version", fresh)

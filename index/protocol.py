@@ -149,7 +149,12 @@ class CostSensitiveIndex(StoredIndex, ABC):
         when not ``guarded``."""
         if not guarded:
             return (1.0,) * len(self.space)
-        return serving_guards.guards(size) if serving_guards is not None else self.cost_guards(size)
+        if serving_guards is not None:
+            learned = serving_guards.guards(size)
+            if len(learned) == len(self.space):
+                return learned
+            # Learned for another version's features (a refresh changed them): not this index's.
+        return self.cost_guards(size)
 
     @abstractmethod
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:

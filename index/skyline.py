@@ -227,20 +227,21 @@ class PolyDomIndex(CostSensitiveIndex):
         ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` (the next feature did not
         fit), ``("confident", mask)`` (the cascade stopped), ``("speculate", name)`` and
         ``("abandon", name)`` (started past the guard; missed the deadline), in order."""
-        if stop_when_confident and not self.cascades:
+        ix = self._view()  # one version from start to end, whatever a refresh does meanwhile
+        if stop_when_confident and not ix.cascades:
             raise ValueError("this index has no cascade thresholds; train them (cascade=True) to stop when confident")
-        if not self.chains:
-            choice = super().select(size, budget, compute, clock)
-            return choice, [("compute", n) for n in self.space.names if n in choice.features]
+        if not ix.chains:
+            choice = CostSensitiveIndex.select(ix, size, budget, compute, clock)
+            return choice, [("compute", n) for n in ix.space.names if n in choice.features]
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
-        check_query(size, budget, self.domain)
+        check_query(size, budget, ix.domain)
         mask, elapsed, steps = serve_anytime(
-            self, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
+            ix, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
             serving_guards=serving_guards, speculate=speculate,
         )
-        return Choice(self.space.frozenset(mask), self.explored[mask], float(elapsed), mask, self.models,
-                      self.std_error.get(mask)), steps
+        return Choice(ix.space.frozenset(mask), ix.explored[mask], float(elapsed), mask, ix.models,
+                      ix.std_error.get(mask)), steps
 
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
         """The skyline valid at ``size`` as ``(masks, costs, accuracies)``, cost ascending."""
