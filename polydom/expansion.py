@@ -229,7 +229,10 @@ class ModelRecorder:
         # About four chunks per worker: large enough to amortise dispatch, small enough to balance.
         size = max(1, math.ceil(len(sets) / (4 * workers)))
         starts = range(0, len(sets), size)
-        parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")
+        try:
+            parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")
+        except ValueError:  # joblib < 1.4 (scikit-learn 1.4 asks only for 1.2): chunks in input order
+            parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
         tasks = (delayed(_train_chunk)(self.expand, sets[i : i + size], i) for i in starts)
         for done, (start, results) in enumerate(parallel(tasks), 1):
             for offset, result in enumerate(results):
