@@ -40,15 +40,19 @@ def bad_query(size, budget, domain) -> Exception:
 
 
 def check_query(size, budget, domain) -> tuple[float, float]:
-    """``(size, budget)`` as floats, or one clear error if they are not a valid query for ``domain``."""
+    """``(size, budget)`` as floats, or one clear error if they are not a valid query for ``domain``.
+
+    An integer too large for a float reads as infinite (:func:`as_real`): such a budget means no
+    limit, as ``math.inf`` does; such a size is refused as infinite.
+    """
     lo, hi = domain
     if type(size) in _PLAIN and type(budget) in _PLAIN:
         try:
             # An infinite budget is a valid question: the most accurate set, whatever it costs.
             if lo <= size <= hi and size < math.inf and 0.0 <= budget <= math.inf:
                 return float(size), float(budget)
-        except OverflowError:
-            pass
+        except OverflowError:  # an int beyond float range: read it as +-inf and check again
+            return check_query(as_real("size", size), as_real("budget", budget), domain)
         raise bad_query(size, budget, domain)
     n, c = as_real("size", size), as_real("budget", budget)
     return check_query(n, c, domain)
@@ -62,6 +66,8 @@ def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
             arr = np.asarray(values)
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be an array of real numbers") from None
+        if arr.dtype.kind == "O":  # e.g. integers beyond int64: each read as a real (+-inf beyond float)
+            arr = np.array([as_real(name, v) for v in arr.ravel().tolist()], dtype=float).reshape(arr.shape)
         if arr.dtype.kind not in "fiu":
             raise TypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}")
         arrays.append(arr.astype(float))

@@ -43,7 +43,6 @@ _FLOAT_MAX = sys.float_info.max
 #: of their costs could stop the bisection early and return a far worse set.
 BUDGET_SLACK = 1.0 + 1e-12
 _new_choice = tuple.__new__
-_PLAIN = (float, int)
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
 
@@ -235,9 +234,9 @@ class PolyDomIndex(CostSensitiveIndex):
             return choice, [("compute", n) for n in ix.space.names if n in choice.features]
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
-        check_query(size, budget, ix.domain)
+        size, budget = check_query(size, budget, ix.domain)  # floats; an int beyond float range is inf
         mask, elapsed, steps = serve_anytime(
-            ix, float(size), float(budget), compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
+            ix, size, budget, compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
             serving_guards=serving_guards, speculate=speculate,
         )
         return Choice(ix.space.frozenset(mask), ix.explored[mask], float(elapsed), mask, ix.models,
@@ -414,8 +413,9 @@ class PolyDomIndex(CostSensitiveIndex):
             Non-numeric arguments.
         """
         lo, size_max, measured_lo, measured_hi, bounds, lengths, quadratic, sky_rows, entries, models = self._snapshot[0]
-        if type(size) not in _PLAIN or type(budget) not in _PLAIN:
-            size, budget = check_query(size, budget, self.domain)  # numpy scalars and the like
+        if type(size) is not float or type(budget) is not float:
+            # numpy scalars and the like; ints as floats (one beyond float range reads as inf)
+            size, budget = check_query(size, budget, self.domain)
         try:
             ok = lo <= size <= size_max and 0.0 <= budget  # NaN fails; an infinite budget is fine
         except OverflowError:

@@ -101,6 +101,23 @@ def _offsets(arrays, name: str, count: int, total: int, *, nonempty: bool) -> No
         raise ValueError(f"array {name!r} does not partition {total} entries into {count} groups")
 
 
+def _check_tolerance(params) -> None:
+    """``ValueError`` unless ``params["tolerance"]`` is absent, None or a finite number ``>= 0``.
+
+    A negative or NaN tolerance lets no set tie even with itself, and serving would find no
+    answer at all.
+    """
+    if params is None:
+        return
+    if not isinstance(params, dict):
+        raise ValueError(f"the stored params are a {type(params).__name__}, not an object")
+    tolerance = params.get("tolerance")
+    if tolerance is None:
+        return
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0.0 <= tolerance < float("inf"):
+        raise ValueError(f"the stored tolerance {tolerance!r} is not a finite number >= 0")
+
+
 def check_arrays(meta, arrays) -> None:
     """Check a stored PolyDom state before it is used: ``ValueError`` naming the first flaw.
 
@@ -110,8 +127,10 @@ def check_arrays(meta, arrays) -> None:
     skyline non-empty); skyline ids
     and chain features index what they refer to; cascade thresholds fit their stages and lie in
     ``[0, 1]``, committees' values fill their shapes and are finite; every cost curve is ``>= 0``
-    on the domain. ``O(entries)``.
+    on the domain; ``params["tolerance"]``, when set, is a finite number ``>= 0``.
+    ``O(entries)``.
     """
+    _check_tolerance(meta.get("params"))
     n_features = len(meta["features"])
     full = 1 << n_features
     lo, hi = float(meta["domain"][0]), float(meta["domain"][1])

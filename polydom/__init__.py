@@ -57,6 +57,7 @@ _EXPORTS = {
     "CostSensitiveClassifier": ("polydom.estimator", "CostSensitiveClassifier"),
     "StreamBudget": ("polydom.stream", "StreamBudget"),
     "Explanation": ("polydom.estimator", "Explanation"),
+    "ClassifierStateError": ("polydom.classifier_state", "ClassifierStateError"),
     "StoreError": ("polydom.index.store", "StoreError"),
     "IndexNotFoundError": ("polydom.index.store", "IndexNotFoundError"),
     "IndexFormatError": ("polydom.index.store", "IndexFormatError"),

@@ -4,25 +4,167 @@
 index's ``params["classifier"]``, so it is covered by the index's checksum and published in the
 same atomic step as the index and its models; :meth:`ClassifierMetadata.from_index` reads it
 back. The layout (``format`` 1) is that of every classifier saved so far.
+
+Loading checks the state as strictly as the storage layer checks the index
+(:meth:`ClassifierMetadata.check`): types, lengths, ranges and the classes' dtype are validated
+before anything is allocated or built from them, and every failure -- a crafted or damaged
+state -- is one :class:`ClassifierStateError` naming the field, raised at load rather than at
+every request.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
 import json
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .costs import CostFit
+from polydom.index.storage.errors import IndexFormatError
 
-__all__ = ["ClassifierMetadata", "METADATA_KEY", "METADATA_FORMAT", "save_classifier", "load_classifier"]
+from .costs import CostFit
+from .errors import PolydomError
+
+__all__ = [
+    "ClassifierMetadata", "ClassifierStateError", "METADATA_KEY", "METADATA_FORMAT", "save_classifier",
+    "load_classifier",
+]
 
 #: Where in the index's params the metadata lives.
 METADATA_KEY = "classifier"
 METADATA_FORMAT = 1
+
+#: The numpy dtype kinds a saved ``classes_`` may have: bool, integers, floats, text, objects.
+_CLASS_KINDS = "biufUO"
+#: Beyond any feature matrix a classifier is fitted on.
+_MAX_COLUMN = 1 << 40
+#: The widest numeric class dtype (complex is not a label type; 16 bytes covers longdouble).
+_MAX_NUMERIC_ITEMSIZE = 16
+
+
+class ClassifierStateError(IndexFormatError):
+    """The classifier state saved in an index is damaged or crafted; the message names the field.
+
+    A ``ValueError`` (through :class:`~polydom.index.storage.errors.IndexFormatError`), so
+    callers catching that still catch it.
+    """
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _finite(value, low: float = -math.inf) -> bool:
+    return _is_real(value) and math.isfinite(value) and value >= low
+
+
+def _check_class_dtype(classes: list, dtype_str, bad) -> np.dtype:
+    """The dtype ``classes_`` is rebuilt with: parsed and bounded before anything is allocated."""
+    if not isinstance(dtype_str, str) or len(dtype_str) > 32:
+        raise bad(f"classes_dtype must be a short numpy dtype string, got {dtype_str!r:.80}")
+    try:
+        dtype = np.dtype(dtype_str)
+    except (TypeError, ValueError, SyntaxError):
+        raise bad(f"classes_dtype {dtype_str!r} is not a numpy dtype") from None
+    if dtype.kind not in _CLASS_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise bad(f"classes_dtype {dtype_str!r} is not a label dtype (one of kinds {_CLASS_KINDS!r})")
+    if dtype.kind == "U":
+        longest = max((len(c) for c in classes if isinstance(c, str)), default=0)
+        if dtype.itemsize != 4 * max(longest, 1):
+            raise bad(f"classes_dtype {dtype_str!r} does not fit the stored classes (longest {longest} characters)")
+    elif dtype.kind != "O" and dtype.itemsize > _MAX_NUMERIC_ITEMSIZE:
+        raise bad(f"classes_dtype {dtype_str!r} is wider than any label type")
+    return dtype
+
+
+def _check_classes(classes, dtype_str, bad) -> np.ndarray:
+    """``classes_`` rebuilt from the stored list: scalar labels, distinct, ascending, round-tripping."""
+    if not isinstance(classes, list) or not classes:
+        raise bad("classes must be a non-empty list of labels")
+    if not all(isinstance(c, (str, int, float)) for c in classes):
+        raise bad("classes must hold labels (numbers or strings), not lists, objects or nulls")
+    dtype = _check_class_dtype(classes, dtype_str, bad)
+    try:
+        array = np.asarray(classes, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        raise bad(f"classes do not convert to classes_dtype {dtype_str!r}") from None
+    if array.ndim != 1 or array.tolist() != classes:
+        raise bad(f"classes change when converted to classes_dtype {dtype_str!r}")
+    try:
+        ascending = len(array) < 2 or bool(np.all(array[1:] > array[:-1]))
+    except TypeError:  # object labels of mixed types
+        ascending = False
+    if not ascending:
+        raise bad("classes must be distinct and ascending (as numpy.unique returns them)")
+    return array
+
+
+def _check_numbers(data: dict, key: str, bad, *, low: float = -math.inf, integer: bool = False, length=None,
+                   required: bool = False) -> None:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise bad(f"{key} is missing")
+        return
+    ok = _is_int if integer else _is_real
+    if not isinstance(value, list) or not all(ok(v) and math.isfinite(v) and v >= low for v in value):
+        kind = "integers" if integer else "finite numbers"
+        raise bad(f"{key} must be a list of {kind} >= {low}")
+    if length is not None and len(value) != length:
+        raise bad(f"{key} holds {len(value)} values, not {length}")
+
+
+def _check_cost_fit(name: str, data, bad) -> None:
+    """A saved :meth:`CostFit.to_json` whose every field :meth:`CostFit.from_json` reads is sound."""
+    def fail(message):
+        return bad(f"cost_fits[{name!r}]: {message}")
+
+    if not isinstance(data, dict):
+        raise fail("must be an object")
+    for key in ("coefficients", "timing_coefficients"):
+        if key in data and data[key] is not None or key == "coefficients":
+            _check_numbers(data, key, fail, required=True)
+            if not data[key]:
+                raise fail(f"{key} is empty")
+    _check_numbers(data, "sizes", fail, low=1, integer=True, required=True)
+    if not data["sizes"]:
+        raise fail("sizes is empty")
+    count = len(data["sizes"])
+    _check_numbers(data, "seconds", fail, low=0.0, length=count, required=True)
+    _check_numbers(data, "items", fail, low=0, integer=True, length=count)
+    _check_numbers(data, "wall_seconds", fail, low=0.0, length=count)
+    _check_numbers(data, "cold_seconds", fail, low=0.0, length=count)
+    quantile = data.get("quantile")
+    if quantile != "max" and not (_finite(quantile) and 0.0 <= quantile <= 1.0):
+        raise fail(f"quantile must be in [0, 1] or 'max', got {quantile!r:.80}")
+    domain = data.get("domain", [0.0, None])
+    if (not isinstance(domain, list) or len(domain) != 2 or not _finite(domain[0], 0.0)
+            or not (domain[1] is None or _finite(domain[1]) and domain[1] > domain[0])):
+        raise fail(f"domain must be [low >= 0, high > low or null], got {domain!r:.80}")
+    if data.get("overhead") is not None:
+        _check_numbers(data, "overhead", fail, low=0.0, length=2)
+    guard = data.get("guard", 1.0)
+    if not _finite(guard, 1.0):
+        raise fail(f"guard must be a finite number >= 1, got {guard!r:.80}")
+    by_size = data.get("guard_by_size")
+    if by_size is not None:
+        if not isinstance(by_size, list) or not all(
+            isinstance(pair, list) and len(pair) == 2 and _finite(pair[0], 0.0) and _finite(pair[1], 1.0)
+            for pair in by_size
+        ):
+            raise fail("guard_by_size must be a list of [size >= 0, guard >= 1] pairs")
+        sizes = [pair[0] for pair in by_size]
+        if sizes != sorted(set(sizes)):
+            raise fail("guard_by_size must list distinct sizes in ascending order")
 
 
 def _json_params(params: dict) -> tuple[dict, dict]:
@@ -113,14 +255,66 @@ class ClassifierMetadata:
 
     @classmethod
     def from_index(cls, index, where) -> "ClassifierMetadata":
-        """The metadata a classifier saved in ``index``; ``ValueError`` naming ``where`` if there is none."""
+        """The metadata a classifier saved in ``index``, checked (:meth:`check`).
+
+        Raises
+        ------
+        ClassifierStateError
+            There is none (``where`` was not saved by a classifier), or it is damaged or crafted.
+        """
         data = index.params.get(METADATA_KEY)
         names = [f.name for f in dataclasses.fields(cls)]
         if not isinstance(data, dict) or data.get("format") != METADATA_FORMAT or any(n not in data for n in names):
-            raise ValueError(
+            raise ClassifierStateError(
                 f"the index at {where} was not saved by CostSensitiveClassifier (open it with polydom.load)"
             )
-        return cls(**{n: data[n] for n in names})
+        meta = cls(**{n: data[n] for n in names})
+        meta.check(index, where)
+        return meta
+
+    def check(self, index, where) -> None:
+        """Validate every field against ``index`` before anything is built from it.
+
+        Raises
+        ------
+        ClassifierStateError
+            Naming the first field that is not what a classifier saves.
+        """
+        def bad(message):
+            return ClassifierStateError(f"the classifier saved at {where} is damaged: {message}")
+
+        features = list(index.features)
+        if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
+            raise bad("params must be an object")
+        tuples = self.params.get("__tuples__", [])
+        if not isinstance(tuples, list) or not all(isinstance(k, str) for k in tuples):
+            raise bad("params.__tuples__ must be a list of parameter names")
+        if not isinstance(self.unsaved_params, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in self.unsaved_params.items()
+        ):
+            raise bad("unsaved_params must map parameter names to reprs")
+        if not isinstance(self.columns, list) or len(self.columns) != len(features):
+            raise bad(f"columns must hold one [start, stop] per feature of the index ({len(features)})")
+        for name, pair in zip(features, self.columns):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(_is_int(v) for v in pair)
+                    and 0 <= pair[0] < pair[1] <= _MAX_COLUMN):
+                raise bad(f"columns of feature {name!r} must be [start, stop] with 0 <= start < stop, got {pair!r:.80}")
+        spans = sorted(tuple(pair) for pair in self.columns)
+        if any(b > c for (_, b), (c, _) in zip(spans, spans[1:])):
+            raise bad("the features' columns overlap")
+        _check_classes(self.classes, self.classes_dtype, bad)
+        if self.estimator is not None and not isinstance(self.estimator, str):
+            raise bad("estimator must be base64 text or null")
+        if not _finite(self.n0) or not self.n0 > 0:
+            raise bad(f"n0 must be a finite number > 0, got {self.n0!r:.80}")
+        if not isinstance(self.timing_sides, list) or not all(_is_int(v) and v >= 1 for v in self.timing_sides):
+            raise bad("timing_sides must be a list of positive integers")
+        if not isinstance(self.cost_fits, dict) or sorted(self.cost_fits) != sorted(features):
+            raise bad(f"cost_fits must hold one fit per feature of the index ({', '.join(features)})")
+        for name in features:
+            _check_cost_fit(name, self.cost_fits[name], bad)
+        if not isinstance(self.fit_stats, dict):
+            raise bad("fit_stats must be an object")
 
     def init_params(self, trusted) -> dict:
         """The constructor arguments, ``estimator`` decoded (its types checked against ``trusted``)."""
@@ -134,7 +328,10 @@ class ClassifierMetadata:
             params.pop(key, None)
         params["estimator"] = None
         if self.estimator is not None:
-            payload = base64.b64decode(self.estimator)
+            try:
+                payload = base64.b64decode(self.estimator, validate=True)
+            except (binascii.Error, ValueError):
+                raise ClassifierStateError("the saved estimator parameter is not base64 text") from None
             # The metadata is covered by the index's state checksum; the payload's own is implied.
             params["estimator"] = decode_model(payload, digest(payload), normalize_trusted(trusted),
                                                "the saved estimator parameter")
@@ -178,20 +375,70 @@ def save_classifier(clf, path, **options) -> str:
     return version
 
 
+#: What building the classifier from a state that passed :meth:`ClassifierMetadata.check` may
+#: still raise on a crafted one (a parameter the constructor refuses, a feature name the registry
+#: does not know, a model whose classes are not among ``classes``).
+_INCONSISTENT = (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, RecursionError)
+
+
 def load_classifier(cls, path, trusted=None):
-    """A ``cls`` (CostSensitiveClassifier) with the parameters and fitted state saved at ``path``."""
+    """A ``cls`` (CostSensitiveClassifier) with the parameters and fitted state saved at ``path``.
+
+    Raises
+    ------
+    ClassifierStateError
+        The index holds no classifier state, or a damaged or crafted one (the message names it).
+    PolydomError
+        As :func:`polydom.load`, or a stored model refused (untrusted types, bad checksum).
+    """
     import polydom
     from polydom.index.store import store_of
 
+    from .classifier_params import CONSTRAINTS, check_params
+
     index = polydom.load(path, trusted=trusted)
     meta = ClassifierMetadata.from_index(index, path)
-    params = meta.init_params(trusted)
-    # A classifier saved before it had a ``scores`` parameter ranked by measured scores; the
-    # index says which ranking it was built with, so a clone or refit keeps it.
-    params.setdefault("scores", index.params.get("scores", "measured"))
-    clf = cls(**params)
-    for name, value in meta.fitted_attributes(index).items():
+    try:
+        params = meta.init_params(trusted)
+        # A classifier saved before it had a ``scores`` parameter ranked by measured scores; the
+        # index says which ranking it was built with, so a clone or refit keeps it.
+        params.setdefault("scores", index.params.get("scores", "measured"))
+        clf = cls(**params)
+        check_params(clf.get_params(deep=False), CONSTRAINTS)
+        if clf.learners is not None:  # learners are objects, never JSON: a stored value is crafted
+            from .learners import as_learners
+
+            as_learners(clf.learners)
+        attributes = meta.fitted_attributes(index)
+        _check_fitted(attributes, index)
+    except PolydomError:
+        raise
+    except _INCONSISTENT as exc:
+        raise ClassifierStateError(f"the classifier saved at {path} cannot be loaded: {exc}") from None
+    for name, value in attributes.items():
         setattr(clf, name, value)
     store = store_of(index)
     clf.path_, clf.version_ = store.path, store.version
     return clf
+
+
+def _check_fitted(attributes: dict, index) -> None:
+    """What serving will read, read once now: the guards at every calibrated size, each
+    feature's known dimension against its columns, and one model's classes against ``classes_``.
+
+    Raises ``ValueError`` (turned into :class:`ClassifierStateError` by the caller).
+    """
+    index.cost_guards()
+    for size in (index.params.get("cost_guard_sizes") or ()):
+        index.cost_guards(size)
+    for feature in attributes["planner_"].features.values():
+        columns = attributes["feature_columns_"][feature.name]
+        if feature.dimension is not None and columns.stop - columns.start != feature.dimension:
+            raise ValueError(f"feature {feature.name!r} has {feature.dimension} values, its columns "
+                             f"{columns.start}:{columns.stop} say {columns.stop - columns.start}")
+    classes = attributes["classes_"]
+    keys = sorted(index.models.keys()) if hasattr(index.models, "keys") else []
+    model = index.models.get(keys[0]) if keys else None
+    seen = getattr(model, "classes_", None)
+    if seen is not None and not np.isin(np.asarray(seen), classes).all():
+        raise ValueError(f"a stored model predicts classes {np.asarray(seen).tolist()!r:.120} that classes_ lacks")

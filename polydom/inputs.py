@@ -7,6 +7,7 @@ item, its position, so that a caller with ten thousand images can find the bad o
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -73,21 +74,37 @@ def check_groups(groups, n_images: int) -> np.ndarray | None:
     return groups
 
 
+def _seconds(value) -> float:
+    """``float(value)``, with an integer beyond float range read as +-inf."""
+    try:
+        return float(value)
+    except OverflowError:
+        if isinstance(value, numbers.Integral):
+            return math.inf if value > 0 else -math.inf
+        raise
+
+
 def check_budgets(budget, n: int) -> Sequence[float]:
     """Per-item budgets in seconds as floats (``None``: unlimited), or one clear error.
 
     ``O(n)``; a plain number skips numpy, since one image per call is the common serving case.
+    An integer beyond float range is read as infinite: a budget that large means no limit, as
+    ``math.inf`` (and ``None``) do.
     """
     if budget is None:
         return [math.inf] * n
     if type(budget) in (float, int) and budget >= 0:
-        return [float(budget)] * n
+        return [_seconds(budget)] * n
     if isinstance(budget, bool) or isinstance(budget, (str, bytes)):
-        raise TypeError(f"budget must be a number of seconds or one per image, got {budget!r}")
+        raise TypeError(f"budget must be a number of seconds or one per image, got {budget!r:.80}")
     try:
-        arr = np.asarray(budget, dtype=np.float64)
+        try:
+            arr = np.asarray(budget, dtype=np.float64)
+        except OverflowError:  # integers beyond float range, one by one
+            arr = np.array([_seconds(v) for v in np.asarray(budget, dtype=object).ravel().tolist()],
+                           dtype=np.float64).reshape(np.shape(budget))
     except (TypeError, ValueError):
-        raise TypeError(f"budget must be a number of seconds or one per image, got {budget!r}") from None
+        raise TypeError(f"budget must be a number of seconds or one per image, got {budget!r:.80}") from None
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     elif arr.ndim != 1 or len(arr) != n:

@@ -49,6 +49,8 @@ errors are one line on stderr:
   polydom COMMAND: interrupted; WHAT WAS KEPT
 
 results go to stdout; progress and notes to stderr (plain lines when stderr is not a terminal).
+--json output is strict JSON: a number that is not finite (an unlimited budget, an unbounded
+domain) is written as the string "inf", "-inf" or "nan".
 """
 
 

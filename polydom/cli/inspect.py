@@ -7,10 +7,9 @@ for an index whose summary has ``bounds`` (PolyDom), or once at ``n0`` (Greedy).
 from __future__ import annotations
 
 import argparse
-import json
 
 from . import UsageError
-from .text import interval, jsonable_float, names, number, table
+from .text import dumps, interval, jsonable_float, names, number, table
 
 __all__ = ["configure", "run", "describe_index"]
 
@@ -129,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--ranges must be >= 0, got {args.ranges}")
     info = describe_index(polydom.load(args.path))
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(dumps(info, indent=2))
     else:
         print(_format_inspect(info, args.ranges))
     return 0

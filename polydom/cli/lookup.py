@@ -7,9 +7,8 @@ whether the set has a model is read from the model table's keys.
 from __future__ import annotations
 
 import argparse
-import json
 
-from .text import names, number
+from .text import dumps, names, number
 
 __all__ = ["configure", "run"]
 
@@ -18,7 +17,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="index directory (written by index.save)")
     parser.add_argument("--size", type=float, required=True, metavar="N", help="item size n")
     parser.add_argument("--budget", type=float, required=True, metavar="C", help="time budget c (same unit as the costs)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--json", action="store_true",
+                        help='print JSON (strict: an infinite budget is written "inf")')
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     choice = index.lookup(args.size, args.budget)
     has_model = choice.key in index.models  # reads the key only: no model is loaded
     if args.json:
-        print(json.dumps({
+        print(dumps({
             "features": sorted(choice.features), "accuracy": choice.accuracy, "std_error": choice.std_error,
             "cost": choice.cost,
             "key": choice.key, "model": has_model, "size": args.size, "budget": args.budget,

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import os
 import sys
 
 import numpy as np
 
-from .text import jsonable_float, number
+from .text import dumps, jsonable_float, number
 
 __all__ = ["configure", "run", "read_sizes", "plan_rows", "summarize", "seconds", "table_file", "FIELDS"]
 
@@ -139,7 +138,7 @@ def _write(path: str, rows: list[dict], summary: dict) -> None:
     kind = os.path.splitext(path)[1].lower()
     if kind == ".json":
         with open(path, "w", encoding="utf-8") as out:
-            json.dump({"summary": summary, "items": rows}, out, indent=1)
+            out.write(dumps({"summary": summary, "items": rows}, indent=1))
             out.write("\n")
     else:
         with open(path, "w", encoding="utf-8", newline="") as out:
@@ -173,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(index, sizes, plan, args.max_item_budget)
     if args.out is not None:
         _write(args.out, plan_rows(index, sizes, plan), summary)
-    print(json.dumps(summary) if args.json else _format(summary))
+    print(dumps(summary) if args.json else _format(summary))
     if args.out is not None:
         print(f"wrote {args.out} ({len(sizes)} items)", file=sys.stderr)
     return 0

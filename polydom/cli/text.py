@@ -37,6 +37,21 @@ def jsonable_float(x: float):
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
+def dumps(value, **options) -> str:
+    """Strict JSON for ``--json`` output: a float that is not finite becomes the string
+    ``"inf"``, ``"-inf"`` or ``"nan"`` (JSON has no such numbers; Python's ``Infinity`` is
+    refused by strict parsers), tuples lists and numpy scalars plain numbers.
+
+    >>> dumps({"budget": float("inf"), "cost": 1.5})
+    '{"budget": "inf", "cost": 1.5}'
+    """
+    import json
+
+    from polydom.index.base import jsonable
+
+    return json.dumps(jsonable(value), allow_nan=False, **options)
+
+
 def comma_separated_ints(text: str) -> tuple[int, ...]:
     """An argparse ``type``: ``"16,32"`` -> ``(16, 32)``."""
     try:

@@ -126,3 +126,108 @@ def test_a_killed_parallel_build_keeps_every_set_that_finished(tmp_path, subproc
     kept = _cached(tmp_path / "cache", finished)
     assert len(finished) > 3  # the batch went on behind the hanging set
     assert kept == len(finished), f"{len(finished) - kept} of {len(finished)} finished sets lost"
+
+
+# -- hostile and odd input to the classifier ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_classifier(tmp_path_factory):
+    """A small classifier saved to a path, and three of its images."""
+    import polydom
+    from polydom.featurizers.datasets import load_digits_images
+
+    images, labels, _ = load_digits_images(sides=(16,), n_per_class=4, random_state=0)
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail", "intensity_hist"], cv=2, timing_sides=(8, 12, 16, 24),
+                                          timing_images=2, timing_repeats=1, random_state=0, progress=False)
+    path = tmp_path_factory.mktemp("clf") / "saved"
+    clf.fit(images, labels).save(path)
+    return path, images[:3]
+
+
+def _crafted(saved, tmp_path, edit):
+    """A copy of the saved classifier whose stored classifier state ``edit(state)`` changed."""
+    import copy
+
+    import polydom
+
+    index = polydom.load(saved)
+    state = copy.deepcopy(index.params["classifier"])
+    edit(state)
+    crafted = copy.copy(index)
+    crafted.params = dict(index.params, classifier=state)
+    crafted.save(tmp_path / "crafted")
+    return tmp_path / "crafted"
+
+
+def test_a_crafted_classes_dtype_is_refused_at_load_before_it_allocates(saved_classifier, tmp_path):
+    import tracemalloc
+
+    import polydom
+    from polydom.classifier_state import ClassifierStateError
+
+    path = _crafted(saved_classifier[0], tmp_path, lambda state: state.update(classes_dtype="S30000000"))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ClassifierStateError, match="classes_dtype"):
+            polydom.CostSensitiveClassifier.load(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 << 20, f"{peak >> 20} MiB allocated for ten labels"
+
+
+def _set(key, value):
+    def edit(state):
+        state[key] = value
+    return edit
+
+
+def _set_fit(feature, key, value):
+    def edit(state):
+        state["cost_fits"][feature][key] = value
+    return edit
+
+
+CRAFTS = {
+    "estimator not base64": (_set("estimator", "zz"), "estimator"),
+    "classes not a list": (_set("classes", {"a": 1}), "classes"),
+    "classes out of order": (lambda s: s["classes"].reverse(), "ascending"),
+    "a class beyond int64": (lambda s: s["classes"].__setitem__(0, 2**70), "classes"),
+    "classes the models lack": (_set("classes", [1, 2]), "classes"),
+    "columns of another index": (_set("columns", [[0, 64]]), "columns"),
+    "cost fit without coefficients": (lambda s: s["cost_fits"]["thumbnail"].pop("coefficients"), "coefficients"),
+    "cost fits not an object": (_set("cost_fits", []), "cost_fits"),
+    "a guard below 1": (_set_fit("thumbnail", "guard", 0.5), "guard"),
+    "guards by size unordered": (_set_fit("thumbnail", "guard_by_size", [[9.0, 1.5], [4.0, 1.5]]), "guard_by_size"),
+    "n0 not a number": (_set("n0", "x"), "n0"),
+    "learners crafted": (lambda s: s["params"].__setitem__("learners", [1, 2]), "learner"),
+    "an unknown parameter": (lambda s: s["params"].__setitem__("no_such_parameter", 1), "no_such_parameter"),
+}
+
+
+@pytest.mark.parametrize("craft", list(CRAFTS))
+def test_crafted_classifier_state_is_one_error_at_load(saved_classifier, tmp_path, craft):
+    import polydom
+    from polydom.classifier_state import ClassifierStateError
+
+    edit, named = CRAFTS[craft]
+    path = _crafted(saved_classifier[0], tmp_path, edit)
+    with pytest.raises(ClassifierStateError, match=named):
+        polydom.CostSensitiveClassifier.load(path)
+    assert issubclass(ClassifierStateError, polydom.PolydomError) and issubclass(ClassifierStateError, ValueError)
+
+
+def test_a_budget_beyond_float_range_means_no_limit(saved_classifier):
+    import numpy as np
+
+    import polydom
+
+    path, images = saved_classifier
+    clf = polydom.CostSensitiveClassifier.load(path)
+    unlimited = clf.predict(images, budget=float("inf"))
+    assert (clf.predict(images, budget=10**400) == unlimited).all()
+    assert (clf.predict(images, budget=[10**400] * len(images)) == unlimited).all()
+    assert np.allclose(clf.predict_proba(images, budget=10**400), clf.predict_proba(images, budget=None))
+    with pytest.raises(ValueError, match="negative"):
+        clf.predict(images, budget=[-10**400] * len(images))
