@@ -268,7 +268,7 @@ class GreedyIndex(CostSensitiveIndex):
         """
         ix = self._view()  # one version from start to end, whatever a refresh does meanwhile
         domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = ix._snapshot[1]
-        check_query(size, budget, domain)
+        size, budget = check_query(size, budget, domain)
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1

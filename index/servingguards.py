@@ -80,6 +80,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .anytime import DEFAULT_GUARD_QUANTILE
+
 __all__ = ["ServingGuards", "robust_guard", "upper_quantile"]
 
 #: Where a feature's learned guard may sit above what the middle half of its calls predicts
@@ -141,7 +143,7 @@ class ServingGuards:
     ----------
     index : CostSensitiveIndex
         Whose ``cost_guards(size)`` stand where too few calls were seen.
-    quantile : float, default 0.99
+    quantile : float, default :data:`~polydom.index.anytime.DEFAULT_GUARD_QUANTILE`
         The share of recent calls a guarded start covers.
     window : int, default 256
         Recent calls kept per feature and size band.
@@ -166,7 +168,7 @@ class ServingGuards:
     Records are keyed ``(feature, band)``, and ``(None, band)`` for the band's pool.
     """
 
-    def __init__(self, index, *, quantile: float = 0.99, window: int = 256, min_calls: int = 20,
+    def __init__(self, index, *, quantile: float = DEFAULT_GUARD_QUANTILE, window: int = 256, min_calls: int = 20,
                  pool_min_calls: int = 20, refresh: int = 16, forget_after: int | None = 256):
         if not 0.5 <= quantile <= 1.0:
             raise ValueError(f"quantile must lie in [0.5, 1], got {quantile!r}")

@@ -117,15 +117,13 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         Raise each curve by the overhead a request pays on top of the timing pass's primed CPU
         time (cold caches, wall clock), measured on the training extraction
         (:mod:`polydom.calibration`).
-    cost_guard : float in [0.5, 1] or None, default 0.99
-        Anytime serving starts a feature only if the time used plus its predicted cost times
-        this quantile of measured / predicted (over the training extraction, at the item's
-        size) fits the budget; None: its predicted cost alone. A feature started at the edge of
-        the budget overruns it with probability about ``1 - cost_guard``; 0.95 serves more
-        features at tight budgets and overran up to 5-23% of the answers at one (size, budget)
-        of the demo, and 0.98 left 0-2 of the 55 cells of each of five demo runs just over 2%
-        (2.2-2.8%: a walk starts several features, and slow calls come in bursts), where 0.99
-        left none (worst 1.6%) for 0.003 of mean accuracy.
+    cost_guard : float in [0.5, 1] or None, default 0.95
+        The late-share tolerance, as ``1 - cost_guard``: anytime serving starts a feature only
+        if the time used plus its predicted cost times this quantile of measured / predicted
+        (over the training extraction, at the item's size) fits the budget, and only if the
+        start raises the expected on-time accuracy (:mod:`polydom.index.anytime`, *what is at
+        stake*); None: its predicted cost alone. A feature started at the edge of the budget
+        overruns it with probability about ``1 - cost_guard`` (``docs/start-rule.md``).
     learn_guards : bool, default True
         Let serving replace the fit's guards by the same quantile of the measured / predicted
         times of the features it computes (per feature and size band, once 50 calls were seen;
@@ -228,7 +226,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
                  tolerance=0.0, scores="bounded", cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.0,
                  cascade_price=None, cascade_relative_price=None, cascade_mean_cost=None, cascade_saving=None, cascade_per_class=False, extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
-                 calibrate_costs=True, cost_guard=0.99, learn_guards=True, speculate=False, backend="polydom",
+                 calibrate_costs=True, cost_guard=0.95, learn_guards=True, speculate=False, backend="polydom",
                  lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
                  warm_start=False, n_jobs=None, random_state=None, progress=None):
         self.features = features
