@@ -125,16 +125,12 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         stake*); None: its predicted cost alone. A feature started at the edge of the budget
         overruns it with probability about ``1 - cost_guard`` (``docs/start-rule.md``).
     learn_guards : bool, default True
-        Let serving replace the fit's guards by the same quantile of the measured / predicted
-        times of the features it computes (per feature and size band, once 50 calls were seen;
-        before that, the calls of every feature in the band may raise a feature's guard): the
-        machine that serves is not the one that was timed. Replayed on one quiet demo run per
-        data set (one fitted index, the same held-out times), the fit's guards alone left one
-        (size, budget) cell of 55 overrunning in more than 2% of its answers (2.8% on digits,
-        2.2% on Fashion-MNIST) and learning left none (worst cell 1.0% and 0.8%), for 0.002 and
-        0.001 of on-time accuracy (``benchmarks/serving_guards.py``). Learning is for the
-        machine that changes after the fit: ``benchmarks/guard_recovery.py`` serves through a
-        slow spell and after it.
+        Let serving replace the fit's guards by the same quantile as the median and upper
+        quartile of the measured / predicted times of the features it computes predict (per
+        feature and size band, once 20 calls were seen; before that, the calls of every feature
+        in the band may raise a feature's guard): the machine that serves is not the one that
+        was timed. A minority of preempted calls moves neither statistic; they lower the chance
+        to finish, which the start rule weighs (:mod:`polydom.index.servingguards`).
     speculate : bool, default False
         Where the guards stop the anytime walk but the next feature's predicted cost still fits
         and would serve a more accurate set, compute it anyway on a worker thread and answer at
