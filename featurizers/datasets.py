@@ -4,8 +4,11 @@
   each rendered at several square sizes.
 * `load_fashion_mnist_images`: Fashion-MNIST from the files Debian's
   ``dataset-fashion-mnist`` package installs, rendered the same way.
+* `load_natural_images` (from `polydom.featurizers.natural`): photos and
+  flat graphics at natural sizes, 200 x 150 to 2400 x 1600 px, labelled
+  photo or graphic; it returns ``(images, labels)``, one size per picture.
 
-Both return ``(images, labels, sides)`` in *item-major* order: with ``k =
+The first two return ``(images, labels, sides)`` in *item-major* order: with ``k =
 len(sides)``, entries ``i * k ... i * k + k - 1`` are the same source picture
 at each side in turn. Keep those together when splitting into train and test
 sets (``groups = np.arange(len(images)) // k``), or the test set leaks.
@@ -20,14 +23,17 @@ import numpy as np
 from scipy.ndimage import affine_transform
 
 from polydom.featurizers.image_features import MIN_SIDE
+from polydom.featurizers.natural import NATURAL_CLASSES, load_natural_images
 
 __all__ = [
     "FASHION_MNIST_CLASSES",
     "FASHION_MNIST_DIR",
+    "NATURAL_CLASSES",
     "fashion_mnist_available",
     "load_digits_images",
     "load_fashion_mnist",
     "load_fashion_mnist_images",
+    "load_natural_images",
     "read_idx",
     "render_at_sides",
 ]
