@@ -15,7 +15,11 @@ within ``total_budget`` is a multiple-choice knapsack. Two solvers:
   ``O(K log K)`` for ``K`` options over the batch (``N * M``): one sort of the hull steps,
   after the hulls (see :func:`upper_hull`).
 * **exact** (``exact=True``): the integer program, solved by :func:`scipy.optimize.milp`
-  (HiGHS) on a sparse constraint matrix with a time limit.
+  (HiGHS) on a sparse constraint matrix with a time limit: by default
+  :func:`default_time_limit` (1 s plus 1 ms per item, at most 60 s), since HiGHS can spend
+  minutes proving what the greedy plan already reaches. Should the solver stop at its limit,
+  the plan is the better of its best one and the greedy plan (the greedy one when it found
+  none), marked ``optimal=False`` unless the greedy plan meets the LP bound.
 
 Invariants of every plan: one set per item, each one of the item's options at its size (under
 ``max_item_budget`` when given); the total predicted cost, summed exactly, at most
@@ -28,22 +32,30 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from .optiontable import OptionTable, hull_steps, option_table, upper_hull
+from .optiontable import OptionTable, hull_columns, hull_steps, option_table, upper_hull
 from .queries import Batch, as_real
 
-__all__ = ["BatchPlan", "OptionTable", "option_table", "upper_hull", "hull_steps", "plan_batch", "solve",
-           "MILP_MAX_VARIABLES", "DEFAULT_TIME_LIMIT"]
+__all__ = ["BatchPlan", "OptionTable", "Solution", "option_table", "upper_hull", "hull_steps", "plan_batch", "solve",
+           "solve_table", "default_time_limit", "MILP_MAX_VARIABLES", "DEFAULT_TIME_LIMIT", "MILP_SECONDS_BASE",
+           "MILP_SECONDS_PER_ITEM"]
 
 #: Above this many binary variables (options over the whole batch, after dominated and
 #: unaffordable options are dropped) ``exact=True`` refuses. HiGHS holds several copies of the
 #: model and its LP factorisation: the process grew by about 1.8 kB per variable when measured
 #: at half a million, so two million need some 4 GB.
 MILP_MAX_VARIABLES = 2_000_000
-#: Seconds ``exact=True`` gives HiGHS unless told otherwise.
+#: The most seconds :func:`default_time_limit` gives HiGHS (at 60,000 items and above).
 DEFAULT_TIME_LIMIT = 60.0
+#: :func:`default_time_limit`: this many seconds, plus :data:`MILP_SECONDS_PER_ITEM` per item.
+#: Measured on the demo's index at the default gap, HiGHS needed 0.1 s for 100 items, 0.2 s for
+#: 1,000 and 5.6 s for 10,000, so the default leaves it about twice that; on one batch of 117
+#: items it spent 35 s to reach the objective the greedy plan reaches in 3 ms.
+MILP_SECONDS_BASE = 1.0
+MILP_SECONDS_PER_ITEM = 1e-3
 #: Relative gap at which HiGHS stops by default (its own default). The LP bound is within one
 #: item of the optimum, so on large batches a much smaller gap can only be proven by branching:
 #: at 1e-6 a 1,000-item plan took minutes when measured, against about a second at 1e-4.
@@ -114,7 +126,7 @@ def plan_batch(
     max_item_budget: float | None = None,
     exact: bool = False,
     accuracy: np.ndarray | Callable | None = None,
-    time_limit: float = DEFAULT_TIME_LIMIT,
+    time_limit: float | None = None,
     mip_rel_gap: float = MILP_REL_GAP,
 ) -> BatchPlan:
     """Choose one set per item so the batch's summed accuracy is highest within ``total_budget``.
@@ -139,9 +151,11 @@ def plan_batch(
         widest item's option count; entries past an item's own count are ignored), a sequence
         of ``N`` rows of each item's own length, or ``accuracy(i, masks) -> row`` called once
         per item with that item's option masks.
-    time_limit : float, default 60
-        Seconds for ``exact=True``; the best plan found by then is returned, with
-        ``optimal=False``.
+    time_limit : float, optional
+        Seconds for ``exact=True``; default :func:`default_time_limit` (1 s plus 1 ms per item,
+        at most 60 s). Should the solver stop there, the plan is the better of its best one and
+        the greedy plan (``solver`` says which), with ``optimal=False`` unless the greedy plan
+        meets the LP bound.
     mip_rel_gap : float, default 1e-4
         For ``exact=True``: the solver stops once its plan's summed accuracy is within this
         fraction of its upper bound. ``0`` asks for a proof of optimality: quick on small
@@ -159,8 +173,6 @@ def plan_batch(
         :data:`MILP_MAX_VARIABLES` variables.
     TypeError
         Non-numeric arguments, an index without :meth:`options_at`.
-    TimeoutError
-        ``exact=True`` found no plan within ``time_limit``.
 
     Examples
     --------
@@ -175,7 +187,8 @@ def plan_batch(
     """
     _check_solver_options(total_budget, exact, time_limit, mip_rel_gap)
     table = option_table(index, sizes, max_item_budget=max_item_budget, accuracy=accuracy)
-    position, bound, optimal = solve(table, total_budget, exact=exact, time_limit=time_limit, mip_rel_gap=mip_rel_gap)
+    position, bound, optimal, solver = solve_table(table, total_budget, exact=exact, time_limit=time_limit,
+                                                   mip_rel_gap=mip_rel_gap)
     n = len(table)
     rows = np.arange(n)
     cost = table.costs[rows, position]
@@ -183,8 +196,32 @@ def plan_batch(
     choices = Batch.of(index, table.masks[rows, position], acc, cost)
     mean = float(acc.mean()) if n else 0.0
     bound = max(bound / n if n else 0.0, mean)
-    return BatchPlan(choices, math.fsum(cost.tolist()), float(total_budget), bound, "milp" if exact else "greedy",
-                     optimal)
+    return BatchPlan(choices, math.fsum(cost.tolist()), float(total_budget), bound, solver, optimal)
+
+
+def default_time_limit(items: int) -> float:
+    """Seconds ``exact=True`` gives the solver by default for a batch of ``items``:
+    :data:`MILP_SECONDS_BASE` plus :data:`MILP_SECONDS_PER_ITEM` per item, at most
+    :data:`DEFAULT_TIME_LIMIT`.
+
+    >>> default_time_limit(117), default_time_limit(10_000), default_time_limit(10**6)
+    (1.117, 11.0, 60.0)
+    """
+    return min(DEFAULT_TIME_LIMIT, MILP_SECONDS_BASE + MILP_SECONDS_PER_ITEM * items)
+
+
+class Solution(NamedTuple):
+    """What :func:`solve_table` returns."""
+
+    #: Per item the chosen entry of its row; their costs sum (exactly) to at most the budget.
+    position: np.ndarray
+    #: No plan's *summed* accuracy is higher (LP bound, or the solver's dual bound).
+    accuracy_bound: float
+    #: As :attr:`BatchPlan.optimal`.
+    optimal: bool
+    #: Whose plan it is: ``"greedy"`` or ``"milp"`` (``exact=True`` falls back to the greedy
+    #: plan when the solver stops at its time limit with a worse one, or none).
+    solver: str
 
 
 def solve(
@@ -192,7 +229,7 @@ def solve(
     total_budget: float,
     *,
     exact: bool = False,
-    time_limit: float = DEFAULT_TIME_LIMIT,
+    time_limit: float | None = None,
     mip_rel_gap: float = MILP_REL_GAP,
 ) -> tuple[np.ndarray, float, bool]:
     """The plan over a table of options, as positions into its rows (the solvers of :func:`plan_batch`).
@@ -211,30 +248,61 @@ def solve(
         No plan's *summed* accuracy is higher (LP bound, or the solver's dual bound).
     optimal : bool
         As :attr:`BatchPlan.optimal`.
+
+    See Also
+    --------
+    solve_table : the same, saying also which solver's plan it is.
     """
+    position, bound, optimal, _ = solve_table(table, total_budget, exact=exact, time_limit=time_limit,
+                                              mip_rel_gap=mip_rel_gap)
+    return position, bound, optimal
+
+
+def solve_table(
+    table: OptionTable,
+    total_budget: float,
+    *,
+    exact: bool = False,
+    time_limit: float | None = None,
+    mip_rel_gap: float = MILP_REL_GAP,
+) -> Solution:
+    """:func:`solve`, as a :class:`Solution` that also names the solver whose plan it is."""
     budget, limit, gap = _check_solver_options(total_budget, exact, time_limit, mip_rel_gap)
     n = len(table)
     if n == 0:
-        return np.zeros(0, dtype=np.intp), 0.0, True
+        return Solution(np.zeros(0, dtype=np.intp), 0.0, True, "milp" if exact else "greedy")
     cheapest = math.fsum(table.costs[:, 0].tolist())
     if cheapest > budget:
         raise ValueError(f"total_budget={budget!r} is below the {cheapest!r} the items' cheapest options cost together")
-    if exact:
-        position, bound, optimal = _solve_milp(table, budget, limit, gap)
-    else:
+    if not exact:
         position, bound, optimal = _solve_greedy(table, budget)
-    position, repaired = _fit_budget(table, position, budget)
-    return position, bound, optimal and not repaired
+        position, repaired = _fit_budget(table, position, budget)
+        return Solution(position, bound, optimal and not repaired, "greedy")
+    position, bound, finished = _solve_milp(table, budget, default_time_limit(n) if limit is None else limit, gap)
+    if position is not None:
+        position, repaired = _fit_budget(table, position, budget)
+        if finished:
+            return Solution(position, bound, not repaired, "milp")
+    # Stopped at the time limit: its plan may be far from the optimum (at 10^5 items a plan 4
+    # points of accuracy below the greedy one was measured), and the greedy plan costs little.
+    greedy, lp, greedy_optimal = _solve_greedy(table, budget)
+    greedy, repaired = _fit_budget(table, greedy, budget)
+    bound = bound if bound <= lp else lp  # both bound every plan (a NaN dual bound: the LP's)
+    rows = np.arange(n)
+    if position is not None and (math.fsum(table.accuracy[rows, position].tolist())
+                                 >= math.fsum(table.accuracy[rows, greedy].tolist())):
+        return Solution(position, bound, False, "milp")
+    return Solution(greedy, bound, greedy_optimal and not repaired, "greedy")
 
 
-def _check_solver_options(total_budget, exact, time_limit, mip_rel_gap) -> tuple[float, float, float]:
+def _check_solver_options(total_budget, exact, time_limit, mip_rel_gap) -> tuple[float, float | None, float]:
     budget = as_real("total_budget", total_budget)
     if math.isnan(budget) or budget < 0:
         raise ValueError(f"total_budget must be >= 0, got {total_budget!r}")
     if not isinstance(exact, (bool, np.bool_)):
         raise TypeError(f"exact must be True or False, got {exact!r}")
-    limit = as_real("time_limit", time_limit)
-    if not limit > 0:
+    limit = None if time_limit is None else as_real("time_limit", time_limit)
+    if limit is not None and not limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
     gap = as_real("mip_rel_gap", mip_rel_gap)
     if not 0 <= gap < 1:
@@ -246,50 +314,106 @@ def _solve_greedy(table: OptionTable, budget: float) -> tuple[np.ndarray, float,
     """The LP-hull greedy; returns table positions per item, the LP bound (summed) and optimality."""
     n = len(table)
     rows = np.arange(n)
-    positions, lengths = upper_hull(table)
-    valid, dc, da, slope = hull_steps(table, positions, lengths)
-    item, step = np.nonzero(valid)
+    # Option-major arrays (one row per hull position): see hull_columns.
+    positions, lengths, hull_cost, hull_acc = hull_columns(table)
+    valid = np.arange(positions.shape[0] - 1)[:, None] < (lengths - 1)[None, :]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        dc, da = np.diff(hull_cost, axis=0), np.diff(hull_acc, axis=0)
+        slope = np.where(valid, da / dc, np.inf)
     # Each item's slopes descend by construction; ordering by their running minimum keeps an
     # item's steps in sequence even if rounding in the chord test let one rise by an ulp.
-    key = np.fmin.accumulate(np.where(valid, slope, np.inf), axis=1)[item, step]
-    order = np.lexsort((step, item, -key))
-    item, step, dcs, das = item[order], step[order], dc[item[order], step[order]], da[item[order], step[order]]
+    running = np.fmin.accumulate(slope, axis=0)
+    flat = np.flatnonzero(valid)  # step-major: item = flat % n, step = flat // n
+    flat = flat[_by_gain(running.reshape(-1)[flat], flat, n)]
+    dcs, das = dc.reshape(-1)[flat], da.reshape(-1)[flat]
     base = math.fsum(table.costs[:, 0].tolist())
     total = base + np.cumsum(dcs)
     k = int(np.searchsorted(total, budget, side="right"))
-    taken = np.bincount(item[:k], minlength=n)  # steps are taken in order within an item: a count is a hull point
+    taken = np.bincount(flat[:k] % n, minlength=n)  # steps are taken in order within an item: a count is a hull point
     spent = total[k - 1] if k else base
     lp = math.fsum(table.accuracy[:, 0].tolist()) + math.fsum(das[:k].tolist())
     exact_lp = k == len(dcs)
     if not exact_lp:
         lp += (budget - spent) / dcs[k] * das[k]  # the one fractional item
     left = budget - spent
-    for s in np.flatnonzero(dcs[k:] <= left) + k:
-        i = item[s]
-        if step[s] == taken[i] and dcs[s] <= left:
+    later = np.flatnonzero(dcs[k:] <= left) + k
+    # In order, as plain numbers: there can be hundreds of thousands over millions of items.
+    step, item = np.divmod(flat[later], n)
+    for i, s, d in zip(item.tolist(), step.tolist(), dcs[later].tolist()):
+        if s == taken[i] and d <= left:
             taken[i] += 1
-            left -= dcs[s]
-    position = positions[rows, taken]
-    position = _upgrade(table, position, left)
+            left -= d
+    position = positions[taken, rows]
+    position = _upgrade(table, position, left, hull=True)
     value = math.fsum(table.accuracy[rows, position].tolist())
     return position, lp, exact_lp or value >= lp - 1e-9 * max(1.0, abs(lp))
 
 
-def _upgrade(table: OptionTable, position: np.ndarray, left: float) -> np.ndarray:
-    """Spend what is left on the best single-item upgrades, hull or not, a few times over."""
-    rows = np.arange(len(table))
-    valid = table.valid
+def _by_gain(key: np.ndarray, flat: np.ndarray, n: int) -> np.ndarray:
+    """The order of the steps by ``key`` descending, ties by item, then step (``lexsort``'s).
+
+    ``flat`` holds each step's position in a step-major (steps, ``n`` items) array. An unstable
+    sort is about twice as fast as a stable one; then only the runs of equal keys are sorted
+    again by (item, step), so the order is the same as the stable sort's.
+    """
+    negated = -key
+    order = np.argsort(negated)
+    ranked = negated[order]
+    tie = ranked[1:] == ranked[:-1]
+    if tie.any():
+        run = np.zeros(len(order), dtype=bool)
+        run[1:] |= tie
+        run[:-1] |= tie
+        at = np.flatnonzero(run)  # the runs, in key order: sorting them all together keeps that order
+        tied = order[at]
+        step, item = np.divmod(flat[tied], n)
+        order[at] = tied[np.lexsort((step, item, negated[tied]))]
+    return order
+
+
+def _upgrade(table: OptionTable, position: np.ndarray, left: float, *, hull: bool = False) -> np.ndarray:
+    """Spend what is left on the best single-item upgrades, hull or not, a few times over.
+
+    Each round moves the item with the largest gain that fits what is left (the first such item
+    among equals) to its most accurate option that fits (the first among equals). After a round
+    that leaves less to spend, an item whose best gain was not positive cannot gain, so the
+    next round looks only at the items that could and the one just moved.
+
+    ``hull=True`` says every position is a point of its item's upper hull (:func:`hull_columns`)
+    and ``left >= 0``. A hull point is more accurate than every cheaper option (the chain pushes
+    exactly the options more accurate than all before them), and costs ascend along a row, so an
+    item gains only if its next option fits: the first round looks at those items alone.
+    """
+    n = len(table)
+    items = None  # all
+    if hull and left >= 0:
+        rows = np.arange(n)
+        after = np.minimum(position + 1, table.costs.shape[1] - 1)
+        nxt = (position + 1 < table.counts) & (table.costs[rows, after] - table.costs[rows, position] <= left)
+        items = np.flatnonzero(nxt)
+        if not len(items):
+            return position
     for _ in range(_UPGRADE_ROUNDS):
-        cost, acc = table.costs[rows, position], table.accuracy[rows, position]
-        fits = valid & (table.costs - cost[:, None] <= left)
-        gain = np.where(fits, table.accuracy - acc[:, None], -np.inf)
+        if items is None:
+            at, costs, accuracy, valid = np.arange(n), table.costs, table.accuracy, table.valid
+        else:
+            at = items
+            costs, accuracy, valid = table.costs[at], table.accuracy[at], table.valid[at]
+        rows = np.arange(len(at))
+        cost, acc = costs[rows, position[at]], accuracy[rows, position[at]]
+        fits = valid & (costs - cost[:, None] <= left)
+        gain = np.where(fits, accuracy - acc[:, None], -np.inf)
         best = np.argmax(gain, axis=1)
-        i = int(np.argmax(gain[rows, best]))
-        if not gain[i, best[i]] > 0:
+        most = gain[rows, best]
+        w = int(np.argmax(most))
+        if not most[w] > 0:
             break
-        left -= table.costs[i, best[i]] - cost[i]
+        i, j = int(at[w]), int(best[w])
+        spend = table.costs[i, j] - cost[w]
+        left -= spend
         position = position.copy()
-        position[i] = best[i]
+        position[i] = j
+        items = None if spend < 0 else at[most > 0]  # i among them: its gain was the largest
     return position
 
 
@@ -321,8 +445,12 @@ def _fit_budget(table: OptionTable, position: np.ndarray, budget: float) -> tupl
     return position, repaired
 
 
-def _solve_milp(table: OptionTable, budget: float, time_limit: float, gap: float) -> tuple[np.ndarray, float, bool]:
-    """The integer program over each item's Pareto options that fit the budget on their own."""
+def _solve_milp(table: OptionTable, budget: float, time_limit: float, gap: float):
+    """The integer program over each item's Pareto options that fit the budget on their own.
+
+    Returns ``(position, dual bound, finished)``; ``position`` is None when the solver found no
+    plan within ``time_limit``.
+    """
     from scipy.optimize import LinearConstraint, milp
     from scipy.sparse import csr_array
 
@@ -358,16 +486,13 @@ def _solve_milp(table: OptionTable, budget: float, time_limit: float, gap: float
         # it halved the solve at 10^4 items when measured.
         options={"time_limit": time_limit, "mip_rel_gap": gap, "presolve": False, "disp": False},
     )
+    bound = -result.mip_dual_bound if result.mip_dual_bound is not None else math.inf
     if result.x is None:
-        raise TimeoutError(
-            f"milp found no plan within time_limit={time_limit!r} s ({result.message}); "
-            f"raise time_limit or use exact=False"
-        )
+        return None, bound, False
     # One variable per item is 1 up to the integrality tolerance: the largest per item.
     x = result.x
     order = np.lexsort((-x, item))
     first = np.flatnonzero(np.r_[True, item[order][1:] != item[order][:-1]])
     position = np.empty(n, dtype=np.intp)
     position[item[order][first]] = pos[order][first]
-    bound = -result.mip_dual_bound if result.mip_dual_bound is not None else math.inf
     return position, bound, result.status == 0

@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from polydom.index.planning import BatchPlan, OptionTable, option_table, solve
+from polydom.index.planning import BatchPlan, OptionTable, option_table, solve_table
 from polydom.index.queries import Batch, as_real
 
 __all__ = ["BatchAccount", "BatchSpend", "DEFAULT_DRIFT", "REPLAN_FRACTION", "check_total_budget", "served_options",
@@ -98,8 +98,9 @@ def served_options(index, sizes, *, max_item_budget: float | None = None) -> tup
 
     For every option of an item (``options_at`` at its size, under ``max_item_budget``), the set
     the lookup serves at a budget of that option's cost; each distinct served set once, with its
-    own predicted cost and accuracy, and the least of those budgets that serves it. One
-    ``options_at`` per distinct size and one ``lookup_many`` over all their options.
+    own predicted cost and accuracy, and the least of those budgets that serves it. The options of
+    all distinct sizes are gathered at once (:func:`~polydom.index.optiontable.options_many`),
+    then one ``lookup_many`` over all of them; the rest is vectorised too.
 
     Returns
     -------
@@ -117,21 +118,29 @@ def served_options(index, sizes, *, max_item_budget: float | None = None) -> tup
     row, column = np.nonzero(valid)  # row-major: each row's options in ascending cost
     asked = options.costs[first][row, column]
     served = index.lookup_many(unique[row], asked)  # one lookup per option per distinct size
-    keys, cost, acc = served.keys.tolist(), served.cost.tolist(), served.accuracy.tolist()
-    masks = np.full((len(unique), width), -1, dtype=np.int64)
-    costs = np.full((len(unique), width), np.inf)
-    accuracy = np.full((len(unique), width), np.nan)
-    budgets = np.full((len(unique), width), np.inf)
-    counts = np.zeros(len(unique), dtype=np.intp)
-    starts = np.searchsorted(row, np.arange(len(unique) + 1))
-    for u in range(len(unique)):
-        entries: dict[int, tuple[float, float, float]] = {}
-        for k in range(starts[u], starts[u + 1]):  # ascending budgets: the first that serves a set is the least
-            entries.setdefault(keys[k], (cost[k], acc[k], float(asked[k])))
-        ordered = sorted(entries.items(), key=lambda e: (e[1][0], -e[1][1], e[1][2]))
-        counts[u] = len(ordered)
-        for j, (key, (c, a, b)) in enumerate(ordered):
-            masks[u, j], costs[u, j], accuracy[u, j], budgets[u, j] = key, c, a, b
+    shape = (len(unique), width)
+    keys, costs, accuracy, budgets = (np.full(shape, -1, dtype=np.int64), np.full(shape, np.inf),
+                                      np.full(shape, np.nan), np.full(shape, np.inf))
+    keys[row, column], costs[row, column], accuracy[row, column], budgets[row, column] = (
+        served.keys, served.cost, served.accuracy, asked)
+    # Each distinct served set once: its first entry in the row, whose budget is the least
+    # (budgets ascend along a row). A stable sort by set puts each set's first entry first.
+    by_set = np.argsort(np.where(valid, keys, np.iinfo(np.int64).max), axis=1, kind="stable")
+    sorted_keys = np.take_along_axis(keys, by_set, axis=1)
+    leads = np.take_along_axis(valid, by_set, axis=1)
+    leads[:, 1:] &= sorted_keys[:, 1:] != sorted_keys[:, :-1]
+    keep = np.zeros(shape, dtype=bool)
+    np.put_along_axis(keep, by_set, leads, axis=1)
+    # Then by (cost, accuracy descending, budget), ties in row order; the rest after.
+    order = np.lexsort((np.broadcast_to(np.arange(width), shape), np.where(keep, budgets, np.inf),
+                        np.where(keep, -accuracy, np.inf), np.where(keep, costs, np.inf)), axis=-1)
+    counts = keep.sum(axis=1).astype(np.intp)
+    filled = np.arange(width) < counts[:, None]
+    pick = np.take_along_axis
+    masks = np.where(filled, pick(keys, order, 1), -1)
+    costs = np.where(filled, pick(costs, order, 1), np.inf)
+    accuracy = np.where(filled, pick(accuracy, order, 1), np.nan)
+    budgets = np.where(filled, pick(budgets, order, 1), np.inf)
     table = OptionTable(options.sizes, masks[inverse], costs[inverse], accuracy[inverse], counts[inverse])
     return table, budgets[inverse]
 
@@ -213,7 +222,8 @@ class BatchAccount:
     max_item_budget : float, optional
         No item is given a budget above this.
     exact : bool, default False
-        Solve the first plan as an integer program (``scipy.optimize.milp``); re-plans use the
+        Solve the first plan as an integer program (``scipy.optimize.milp``, with the default time
+        limit and fallback of :func:`~polydom.index.planning.plan_batch`); re-plans use the
         greedy solver, which is within one item's accuracy range of it.
     clock : callable, default time.perf_counter
         Times the planning only.
@@ -259,13 +269,14 @@ class BatchAccount:
         rows = start + spread_order(len(self) - start)
         rest = _rows(self._table, rows)
         try:
-            position, bound, optimal = solve(rest, budget, exact=exact)
+            position, bound, optimal, solver = solve_table(rest, budget, exact=exact)
         except ValueError:
             if start == 0:
                 raise  # the caller's total: name it
             # Even the cheapest sets of the rest exceed what is left: plan those, and let the
             # cap in ``budget`` give each item no more than is left when its turn comes.
             position, bound, optimal = np.zeros(len(rest), dtype=np.intp), math.inf, False
+            solver = "milp" if exact else "greedy"
         at = np.arange(len(rest))
         self._spend[rows] = rest.costs[at, position]
         self._budget[rows] = self._allowed[rows, position]
@@ -275,8 +286,7 @@ class BatchAccount:
         mean = float(acc.mean()) if len(acc) else 0.0
         choices = Batch.of(self.index, key, acc, cost.copy())
         return BatchPlan(choices, math.fsum(cost.tolist()),
-                         float(budget), max(bound / len(acc) if len(acc) else 0.0, mean),
-                         "milp" if exact else "greedy", bool(optimal))
+                         float(budget), max(bound / len(acc) if len(acc) else 0.0, mean), solver, bool(optimal))
 
     @property
     def spent(self) -> float:

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import math
 import threading
+from itertools import islice
+from operator import lt, sub, truediv
 
 import numpy as np
 
-from polydom.index.planning import hull_steps, option_table, upper_hull
+from polydom.index.optiontable import _check_cap, hull_columns, option_source, option_table
 from polydom.index.queries import Batch, as_real
 from polydom.index.values import Choice
 
@@ -51,12 +53,56 @@ def _positions(slope: np.ndarray, price: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def _hull_table(index, sizes, cap):
-    """Per item the hull points' costs, accuracies and masks, and the steps' slopes."""
+    """Per item the hull points' costs, accuracies and masks, and the steps' slopes (NaN past the last)."""
     table = option_table(index, sizes, max_item_budget=cap)
-    positions, lengths = upper_hull(table)
-    _, _, _, slope = hull_steps(table, positions, lengths)
-    rows = np.arange(len(table))[:, None]
-    return table, table.costs[rows, positions], table.accuracy[rows, positions], table.masks[rows, positions], slope
+    positions, lengths, hull_cost, hull_acc = hull_columns(table)
+    valid = np.arange(positions.shape[0] - 1)[:, None] < (lengths - 1)[None, :]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        slope = np.where(valid, np.diff(hull_acc, axis=0) / np.diff(hull_cost, axis=0), np.nan)
+    masks = table.masks.T.reshape(-1)[positions * len(table) + np.arange(len(table))]
+    # Item-major views of the option-major arrays (no copies).
+    return table, hull_cost.T, hull_acc.T, masks.T, slope.T
+
+
+def _one_hull(costs: list, accuracy: list) -> tuple[list[int], list[float], list[float]]:
+    """:func:`~polydom.index.optiontable.upper_hull` of one row, in plain Python: the same chain and
+    the same chord test, so the same points. Returns their positions, costs and accuracies."""
+    positions, hull_cost, hull_acc = [0], [costs[0]], [accuracy[0]]
+    c1, a1 = costs[0], accuracy[0]  # the last point
+    for j in range(1, len(costs)):
+        aj = accuracy[j]
+        if not aj > a1:
+            continue  # dominated: no more accurate than the last point, and costs ascend
+        cj = costs[j]
+        while len(positions) >= 2:
+            c0, a0 = hull_cost[-2], hull_acc[-2]
+            if (a1 - a0) * (cj - c1) > (aj - a1) * (c1 - c0):
+                break
+            positions.pop(), hull_cost.pop(), hull_acc.pop()  # on or under the chord to j
+            c1, a1 = c0, a0
+        positions.append(j), hull_cost.append(cj), hull_acc.append(aj)
+        c1, a1 = cj, aj
+    return positions, hull_cost, hull_acc
+
+
+def _fallback(costs, accuracy, masks, size: float, left: float):
+    """The most accurate option costing at most ``left`` (the first among equals), as
+    ``(cost, accuracy, mask)``; options cost ascending."""
+    best = -1
+    for j, c in enumerate(costs):
+        if c <= left and (best < 0 or accuracy[j] > accuracy[best]):
+            best = j
+    if best < 0:
+        raise RuntimeError(
+            f"the stream's budget is spent: {float(left)!r} remains and the cheapest set for an item of size "
+            f"{float(size)!r} costs {float(costs[0])!r}"
+        )
+    return costs[best], accuracy[best], masks[best]
+
+
+#: Sizes :meth:`StreamBudget.choose` serves in plain Python; others (and invalid ones) go through
+#: :meth:`StreamBudget.choose_many`, which converts and checks them.
+_PLAIN = (float, int, np.float64)
 
 
 def fit_price(hull_cost: np.ndarray, hull_accuracy: np.ndarray, slope: np.ndarray, mean_budget: float):
@@ -200,6 +246,8 @@ class StreamBudget:
         self.price_, self.tie_fraction_, self.expected_cost_, self.expected_accuracy_ = fit_price(
             hull_cost, hull_acc, slope, budget)
         self.fitted_price_ = self.price_
+        self._cap = (max_item_budget, _check_cap(max_item_budget))  # the cap choose() applies, checked once
+        self._source = None  # the index's option tables, once choose() needs them
         self._lock = threading.Lock()
         self.reset()
 
@@ -255,9 +303,13 @@ class StreamBudget:
     def choose(self, size: float) -> Choice:
         """The set to serve the next item, of size ``size``; its predicted cost is recorded as spent.
 
-        ``O(M log M)`` for ``M`` options at the size, plus one :meth:`options_at` call.
+        ``O(M^2)`` in the worst case (``O(M)`` typically) for ``M`` options at the size, in plain
+        Python: a few microseconds per item on the demo's indexes. The same choice as
+        ``choose_many([size])[0]``, which serves the sizes this path does not take (numbers of
+        other types, invalid sizes: it raises the error).
         """
-        return self.choose_many([size])[0]
+        choice = self._choose_one(size)
+        return choice if choice is not None else self.choose_many([size])[0]
 
     def choose_many(self, sizes) -> Batch:
         """:meth:`choose` for the next items of the stream, in order; a ``Batch`` of columns.
@@ -275,49 +327,110 @@ class StreamBudget:
         cheap, dear = _positions(slope, self.price_)
         rows = np.arange(n)
         cost = hull_cost[rows, cheap]
-        acc = hull_acc[rows, cheap]
-        key = hull_mask[rows, cheap]
         extra = np.where(dear > cheap, hull_cost[rows, dear] - cost, 0.0)
-        cap = None if self.horizon is None else self.horizon * self.mean_budget
-        fraction, alternate = self.tie_fraction_, self.tie_rule == "alternate"
+        # Plain numbers for the item-by-item part: indexing numpy arrays one element at a time
+        # costs more than the rule itself.
+        columns = zip(cost.tolist(), hull_acc[rows, cheap].tolist(), hull_mask[rows, cheap].tolist(), extra.tolist(),
+                      hull_cost[rows, dear].tolist(), hull_acc[rows, dear].tolist(), hull_mask[rows, dear].tolist())
+        out_cost, out_acc, out_key = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
         with self._lock:
-            for i in range(n):
-                dearer = False
-                if extra[i] > 0:
-                    if alternate:
-                        self._credit += fraction * extra[i]
-                        dearer = self._credit >= extra[i]
-                    else:
-                        dearer = self._rng.random() < fraction
-                c = cost[i] + extra[i] if dearer else cost[i]
-                limit = cap if cap is not None else (
-                    None if self.burst is None else (self.served + 1) * self.mean_budget + self.burst)
-                if limit is not None and self.spent + c > limit:
-                    dearer = False
-                    c = self._fallback(table, i, limit - self.spent, cost, acc, key)
-                if dearer:
-                    j = dear[i]
-                    cost[i], acc[i], key[i] = hull_cost[i, j], hull_acc[i, j], hull_mask[i, j]
-                    if alternate:
-                        self._credit -= extra[i]
-                self._add(cost[i])
-                if self.adapt is not None and self.mean_budget > 0:
-                    scale = self.fitted_price_ if self.fitted_price_ > 0 else 1.0 / self.mean_budget
-                    step = self.adapt * scale * (float(cost[i]) - self.mean_budget) / self.mean_budget
-                    self.price_ = max(0.0, self.price_ + step)
-        return Batch.of(self.index, key, acc, cost)
+            for i, (c, a, k, x, dc, da, dk) in enumerate(columns):
+                out_cost[i], out_acc[i], out_key[i] = self._book(c, a, k, x, (dc, da, dk), table, i)
+        return Batch.of(self.index, out_key, out_acc, out_cost)
 
-    def _fallback(self, table, i: int, left: float, cost, acc, key) -> float:
-        """Serve item ``i`` the most accurate option costing at most ``left`` (cheapest among equals)."""
-        fits = table.valid[i] & (table.costs[i] <= left)
-        if not fits.any():
-            raise RuntimeError(
-                f"the stream's budget is spent: {float(left)!r} remains and the cheapest set for an item of size "
-                f"{float(table.sizes[i])!r} costs {float(table.costs[i, 0])!r}"
-            )
-        j = int(np.argmax(np.where(fits, table.accuracy[i], -np.inf)))
-        cost[i], acc[i], key[i] = table.costs[i, j], table.accuracy[i, j], table.masks[i, j]
-        return cost[i]
+    def _choose_one(self, size):
+        """:meth:`choose` in plain Python, or None where ``choose_many`` must serve the item: a size
+        it does not take as a plain number or that is invalid, an index whose options it cannot
+        gather, no option under ``max_item_budget`` (it raises the error)."""
+        if type(size) not in _PLAIN:
+            return None
+        index = self.index
+        size = float(size)
+        lo, hi = index.domain
+        if not (lo <= size <= hi and 0.0 <= size < math.inf):  # NaN fails too
+            return None
+        source = self._source
+        if source is None or not source.current(index):  # the first item, or the index was refreshed
+            source = self._source = option_source(index)
+            if source is None:
+                return None
+        if self.max_item_budget is not self._cap[0]:  # reassigned since: check it as option_table does
+            self._cap = (self.max_item_budget, _check_cap(self.max_item_budget))
+        cap = self._cap[1]
+        if hasattr(index, "measured_range"):
+            measured_lo, measured_hi = index.measured_range()
+            if not measured_lo <= size <= measured_hi:
+                index._outside_measured(size)  # the index's own policy, as option_table applies it
+        masks, costs, accuracy = source.one(size)
+        if cap is not None and not all(map(cap.__ge__, costs)):
+            kept = [j for j, c in enumerate(costs) if c <= cap]
+            if not kept:
+                return None
+            masks, costs, accuracy = [masks[j] for j in kept], [costs[j] for j in kept], [accuracy[j] for j in kept]
+        # option_table's order, (cost, accuracy descending), stable. Rows whose costs strictly
+        # ascend are in it (checked at C speed); the rest are checked pair by pair.
+        if not all(map(lt, costs, islice(costs, 1, None))) and any(
+                c1 < c0 or c1 == c0 and a1 > a0 for c0, c1, a0, a1 in zip(costs, costs[1:], accuracy, accuracy[1:])):
+            order = sorted(range(len(costs)), key=lambda j: (costs[j], -accuracy[j]))
+            masks, costs, accuracy = [masks[j] for j in order], [costs[j] for j in order], [accuracy[j] for j in order]
+        hull, hull_cost, hull_acc = _one_hull(costs, accuracy)
+        dc = list(map(sub, islice(hull_cost, 1, None), hull_cost))
+        if 0.0 in dc:
+            return None  # not a hull numpy builds (costs ascend strictly along one); let it decide
+        slopes = list(map(truediv, map(sub, islice(hull_acc, 1, None), hull_acc), dc))
+        price = self.price_
+        cheap = sum(map((price * (1 + _TIE_RTOL)).__lt__, slopes))  # slopes above the price
+        dear = sum(map((price * (1 - _TIE_RTOL)).__le__, slopes))  # and those tied with it
+        c, a, key = hull_cost[cheap], hull_acc[cheap], masks[hull[cheap]]
+        extra = hull_cost[dear] - c if dear > cheap else 0.0
+        with self._lock:
+            c, a, key = self._book(c, a, key, extra, (hull_cost[dear], hull_acc[dear], masks[hull[dear]]),
+                                   (costs, accuracy, masks, size), 0)
+        names = source.names.get(key)
+        if names is None:
+            names = source.names[key] = index.space.frozenset(key)
+        std_errors = getattr(index, "std_error", None)
+        return Choice(names, float(a), float(c), key, index.models, None if std_errors is None else std_errors.get(key))
+
+    def _book(self, cost, acc, key, extra, dearer_set, options, i):
+        """One item's turn, under the lock: its tie, the guard, the spend and the online price.
+
+        ``(cost, acc, key)`` is the set the price serves (the cheaper on a tie), ``extra`` what
+        the dearer set of a tie costs more (0 without one), ``dearer_set`` that set; ``options``
+        an :class:`~polydom.index.optiontable.OptionTable` and ``i`` the item's row, or the
+        item's ``(costs, accuracies, masks, size)``, for the guard's fallback.
+        Returns the served ``(cost, accuracy, mask)``.
+        """
+        alternate = self.tie_rule == "alternate"
+        dearer = False
+        if extra > 0:
+            if alternate:
+                self._credit += self.tie_fraction_ * extra
+                dearer = self._credit >= extra
+            else:
+                dearer = self._rng.random() < self.tie_fraction_
+        c = cost + extra if dearer else cost
+        limit = self.horizon * self.mean_budget if self.horizon is not None else (
+            None if self.burst is None else (self.served + 1) * self.mean_budget + self.burst)
+        if limit is not None and self.spent + c > limit:
+            dearer = False
+            if isinstance(options, tuple):
+                row = options
+            else:
+                k = int(options.counts[i])
+                row = (options.costs[i, :k].tolist(), options.accuracy[i, :k].tolist(), options.masks[i, :k].tolist(),
+                       options.sizes[i])
+            cost, acc, key = _fallback(*row, limit - self.spent)
+        if dearer:
+            cost, acc, key = dearer_set
+            if alternate:
+                self._credit -= extra
+        self._add(cost)
+        if self.adapt is not None and self.mean_budget > 0:
+            scale = self.fitted_price_ if self.fitted_price_ > 0 else 1.0 / self.mean_budget
+            step = self.adapt * scale * (float(cost) - self.mean_budget) / self.mean_budget
+            self.price_ = max(0.0, self.price_ + step)
+        return cost, acc, key
 
     def _add(self, value: float) -> None:
         # Compensated summation: a long stream's total stays exact to an ulp, so the guard's

@@ -251,7 +251,7 @@ def test_bad_input_is_named(costly_backend):
         plan_batch(costly_backend, [1.0, 2.0], 10.0, max_item_budget=2.5)
 
 
-def test_exact_refuses_what_it_cannot_hold_and_reports_a_timeout(monkeypatch):
+def test_exact_refuses_what_it_cannot_hold(monkeypatch):
     costs, acc = _tiny(8)
     index = polydom.build(costs, acc.__getitem__)
     sizes = np.linspace(1, 5, 10)
@@ -259,12 +259,63 @@ def test_exact_refuses_what_it_cannot_hold_and_reports_a_timeout(monkeypatch):
     with pytest.raises(ValueError, match="binary variables .* use exact=False"):
         plan_batch(index, sizes, 10.0, exact=True)
     assert plan_batch(index, sizes, 10.0).total_cost <= 10.0  # greedy has no such limit
-    monkeypatch.undo()
 
+
+def _same_plan(a, b) -> bool:
+    return (np.array_equal(a.choices.keys, b.choices.keys) and np.array_equal(a.choices.cost, b.choices.cost)
+            and a.total_cost == b.total_cost)
+
+
+@pytest.mark.parametrize("build_options", BACKENDS, ids=["polydom", "greedy"])
+def test_exact_at_its_time_limit_falls_back_to_the_greedy_plan(monkeypatch, build_options):
+    """A solver stopped at its limit with no plan, or a worse one, gives way to the greedy plan;
+    with one at least as good, its own plan stands, not called optimal."""
     import scipy.optimize
     from scipy.optimize import OptimizeResult
 
-    monkeypatch.setattr(scipy.optimize, "milp", lambda *a, **k: OptimizeResult(
-        x=None, status=1, message="Time limit reached.", mip_dual_bound=None))
-    with pytest.raises(TimeoutError, match="no plan within time_limit=0.5 s"):
-        plan_batch(index, sizes, 10.0, exact=True, time_limit=0.5)
+    inst = polydom.make_synthetic(5, k=None, seed=4)
+    index = polydom.build(inst.costs, inst.expand, **build_options)
+    sizes = np.random.default_rng(4).uniform(1, 100, 40)
+    budget = 0.2 * math.fsum(max(index.options_at(float(s))[1]) for s in sizes)
+    greedy = plan_batch(index, sizes, budget)
+    real_milp = scipy.optimize.milp
+    seen = []
+
+    def stopped(plan):
+        def milp(c, *, integrality, bounds, constraints, options):
+            seen.append(options["time_limit"])
+            result = real_milp(c, integrality=integrality, bounds=bounds, constraints=constraints, options=options)
+            if plan == "none":
+                return OptimizeResult(x=None, status=1, message="Time limit reached.", mip_dual_bound=None)
+            if plan == "cheapest":  # every item's first Pareto option: a poor plan
+                matrix, x = constraints.A, np.zeros(len(c))
+                for row in range(len(sizes)):
+                    x[matrix.indices[matrix.indptr[row]:matrix.indptr[row + 1]].min()] = 1.0
+                result.x = x
+            result.status = 1
+            return result
+        return milp
+
+    for plan in ("none", "cheapest"):
+        monkeypatch.setattr(scipy.optimize, "milp", stopped(plan))
+        fallback = plan_batch(index, sizes, budget, exact=True)
+        assert fallback.solver == "greedy" and _same_plan(fallback, greedy)
+        assert fallback.optimal == greedy.optimal
+        assert fallback.accuracy_bound <= greedy.accuracy_bound
+        fallback.check_invariants()
+    monkeypatch.setattr(scipy.optimize, "milp", stopped("own"))
+    own = plan_batch(index, sizes, budget, exact=True, mip_rel_gap=0.0)
+    assert own.solver == "milp" and not own.optimal and own.mean_accuracy >= greedy.mean_accuracy
+    own.check_invariants()
+    plan_batch(index, sizes, budget, exact=True, time_limit=0.5)
+    # The default scales with the batch; a given limit is passed on as it is.
+    assert seen == [planning.default_time_limit(len(sizes))] * 3 + [0.5]
+    assert seen[0] == pytest.approx(1.04)
+
+
+def test_default_time_limit_rule():
+    assert planning.default_time_limit(0) == planning.MILP_SECONDS_BASE
+    assert planning.default_time_limit(117) == pytest.approx(1.117)
+    assert planning.default_time_limit(10**6) == planning.DEFAULT_TIME_LIMIT
+    limits = [planning.default_time_limit(n) for n in range(0, 100_000, 997)]
+    assert limits == sorted(limits)

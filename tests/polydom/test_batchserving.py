@@ -113,14 +113,14 @@ def test_the_batch_is_planned_before_any_feature_is_computed(fitted, digits, mon
     images = digits[0][:30]
     index = fitted.index_
     seen = []
-    real = polydom.batchaccount.solve
+    real = polydom.batchaccount.solve_table
 
     def spy(table, total_budget, **options):
         seen.append((sorted(table.sizes.tolist()), total_budget, sum(c.calls for c in counters(fitted).values())))
         return real(table, total_budget, **options)
 
     total = 0.5 * full_cost(fitted, images)
-    monkeypatch.setattr(polydom.batchaccount, "solve", spy)
+    monkeypatch.setattr(polydom.batchaccount, "solve_table", spy)
     for c in counters(fitted).values():
         c.calls = 0
     explanations = fitted.explain(images, total_budget=total)
@@ -140,7 +140,7 @@ def test_the_batch_is_planned_before_any_feature_is_computed(fitted, digits, mon
 
 def test_an_invalid_image_is_named_before_planning(fitted, digits, monkeypatch):
     images = list(digits[0][:4]) + [np.zeros((3, 3), dtype=np.uint8)]
-    monkeypatch.setattr(polydom.batchaccount, "solve", lambda *a, **k: pytest.fail("planned an invalid batch"))
+    monkeypatch.setattr(polydom.batchaccount, "solve_table", lambda *a, **k: pytest.fail("planned an invalid batch"))
     with pytest.raises(ValueError, match="4"):
         fitted.predict(images, total_budget=1.0)
 
