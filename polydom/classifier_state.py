@@ -21,7 +21,6 @@ import json
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -225,8 +224,9 @@ class ClassifierMetadata:
     fit_stats: dict
 
     @classmethod
-    def from_classifier(cls, clf) -> "ClassifierMetadata":
-        """The metadata of a fitted classifier."""
+    def from_classifier(cls, clf, state=None) -> "ClassifierMetadata":
+        """The metadata of a fitted classifier: its parameters, and the fitted state of
+        ``state`` (default the version it serves now, :meth:`CostSensitiveClassifier._state`)."""
         from sklearn.base import clone
 
         from polydom.index.modelcodec import encode_model
@@ -236,12 +236,13 @@ class ClassifierMetadata:
         if clf.estimator is not None:
             payload = encode_model(clone(clf.estimator), "the estimator parameter")
             estimator = base64.b64encode(payload).decode("ascii")
+        state = clf._state() if state is None else state
         return cls(
             params=params, unsaved_params=unsaved,
-            columns=[[sl.start, sl.stop] for sl in clf.feature_columns_.values()],
-            classes=clf.classes_.tolist(), classes_dtype=clf.classes_.dtype.str, estimator=estimator,
-            n0=clf.n0_, timing_sides=list(clf.timing_sides_),
-            cost_fits={name: fit.to_json() for name, fit in clf.cost_fits_.items()}, fit_stats=clf.fit_stats_,
+            columns=[[sl.start, sl.stop] for sl in state.feature_columns.values()],
+            classes=state.classes.tolist(), classes_dtype=state.classes.dtype.str, estimator=estimator,
+            n0=state.n0, timing_sides=list(state.timing_sides),
+            cost_fits={name: fit.to_json() for name, fit in state.cost_fits.items()}, fit_stats=dict(state.fit_stats),
         )
 
     def to_json(self) -> dict:
@@ -337,41 +338,44 @@ class ClassifierMetadata:
                                                "the saved estimator parameter")
         return params
 
-    def fitted_attributes(self, index) -> dict[str, Any]:
-        """The classifier's fitted attributes (``classes_``, ``cost_fits_``, ``planner_`` ...) over ``index``."""
+    def serving_state(self, source, view, where):
+        """The :class:`~polydom.servingstate.ServingState` of this metadata's version: ``view``
+        (``source``'s version, whose params hold this metadata), its feature order and columns,
+        ``classes_``, cost fits and a new planner over ``view``."""
         from polydom.featurizers import resolve_features
 
-        from .serving import ServingPlanner
+        from .servingstate import ServingState
 
-        fits = {name: CostFit.from_json(name, data) for name, data in self.cost_fits.items()}
-        return {
-            "index_": index,
-            "classes_": np.asarray(self.classes, dtype=np.dtype(self.classes_dtype)),
-            "feature_names_": tuple(index.features),
-            "feature_columns_": {n: slice(a, b) for n, (a, b) in zip(index.features, self.columns)},
-            "cost_fits_": fits,
-            "cost_curves_": {name: fit.curve for name, fit in fits.items()},
-            "n0_": float(self.n0),
-            "timing_sides_": tuple(self.timing_sides),
-            "fit_stats_": dict(self.fit_stats),
-            "planner_": ServingPlanner(index, {f.name: f for f in resolve_features(index.features)},
-                                       cascade=bool(self.params.get("cascade", False))),
-        }
+        store = getattr(view, "_store", None)
+        return ServingState.build(
+            source, index=view, features={f.name: f for f in resolve_features(view.features)},
+            classes=np.asarray(self.classes, dtype=np.dtype(self.classes_dtype)),
+            columns={n: slice(a, b) for n, (a, b) in zip(view.features, self.columns)},
+            cost_fits={name: CostFit.from_json(name, data) for name, data in self.cost_fits.items()},
+            n0=self.n0, timing_sides=self.timing_sides, fit_stats=dict(self.fit_stats),
+            # Whether this version serves its cascades is part of the version, as at its fit.
+            cascade=bool(self.params.get("cascade", False)),
+            path=None if store is None else store.path, version=None if store is None else store.version,
+        )
 
 
 def save_classifier(clf, path, **options) -> str:
-    """Store ``clf``'s metadata in its index and publish the index at ``path``; the version's name.
+    """Store ``clf``'s metadata in the index it serves and publish that index at ``path``; the
+    version's name.
 
     The metadata rides in the index's JSON params: covered by the stored checksum and published
-    in the same atomic step as the index and its models.
+    in the same atomic step as the index and its models. So every version a classifier saves
+    carries its own feature order, columns and classes, and a classifier that adopts it
+    (:func:`polydom.servingstate.follow`) rebuilds its serving state from it.
     """
     import os
 
     from polydom.index.store import save_index
 
-    clf.index_.params[METADATA_KEY] = ClassifierMetadata.from_classifier(clf).to_json()
-    version = save_index(clf.index_, path, **options)
-    clf.path_, clf.version_ = os.path.abspath(os.fspath(path)), version
+    state = clf._state()  # one version: the metadata and the index saved are the same one's
+    state.index.params[METADATA_KEY] = ClassifierMetadata.from_classifier(clf, state).to_json()
+    version = save_index(state.index, path, **options)
+    clf._serving = state.replace(path=os.path.abspath(os.fspath(path)), version=version)
     return version
 
 
@@ -379,6 +383,29 @@ def save_classifier(clf, path, **options) -> str:
 #: still raise on a crafted one (a parameter the constructor refuses, a feature name the registry
 #: does not know, a model whose classes are not among ``classes``).
 _INCONSISTENT = (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, RecursionError)
+
+
+def state_from_version(source, view, where):
+    """``(metadata, serving state)`` of the classifier saved in ``view``, the version ``source``
+    serves: the metadata checked (:meth:`ClassifierMetadata.check`), the state built, and what
+    serving reads read once (:func:`_check_fitted`).
+
+    Raises
+    ------
+    ClassifierStateError
+        ``view`` holds no classifier state, or a damaged or crafted one (the message names it).
+    PolydomError
+        A stored model refused (untrusted types, bad checksum).
+    """
+    meta = ClassifierMetadata.from_index(view, where)
+    try:
+        state = meta.serving_state(source, view, where)
+        _check_fitted(state, view)
+    except PolydomError:
+        raise
+    except _INCONSISTENT as exc:
+        raise ClassifierStateError(f"the classifier saved at {where} cannot be loaded: {exc}") from None
+    return meta, state
 
 
 def load_classifier(cls, path, trusted=None):
@@ -392,37 +419,32 @@ def load_classifier(cls, path, trusted=None):
         As :func:`polydom.load`, or a stored model refused (untrusted types, bad checksum).
     """
     import polydom
-    from polydom.index.store import store_of
 
     from .classifier_params import CONSTRAINTS, check_params
+    from .servingstate import view_of
 
     index = polydom.load(path, trusted=trusted)
-    meta = ClassifierMetadata.from_index(index, path)
+    meta, state = state_from_version(index, view_of(index), path)
     try:
         params = meta.init_params(trusted)
         # A classifier saved before it had a ``scores`` parameter ranked by measured scores; the
         # index says which ranking it was built with, so a clone or refit keeps it.
-        params.setdefault("scores", index.params.get("scores", "measured"))
+        params.setdefault("scores", state.index.params.get("scores", "measured"))
         clf = cls(**params)
         check_params(clf.get_params(deep=False), CONSTRAINTS)
         if clf.learners is not None:  # learners are objects, never JSON: a stored value is crafted
             from .learners import as_learners
 
             as_learners(clf.learners)
-        attributes = meta.fitted_attributes(index)
-        _check_fitted(attributes, index)
     except PolydomError:
         raise
     except _INCONSISTENT as exc:
         raise ClassifierStateError(f"the classifier saved at {path} cannot be loaded: {exc}") from None
-    for name, value in attributes.items():
-        setattr(clf, name, value)
-    store = store_of(index)
-    clf.path_, clf.version_ = store.path, store.version
+    clf._adopt_state(index, state)
     return clf
 
 
-def _check_fitted(attributes: dict, index) -> None:
+def _check_fitted(state, index) -> None:
     """What serving will read, read once now: the guards at every calibrated size, each
     feature's known dimension against its columns, and one model's classes against ``classes_``.
 
@@ -431,12 +453,12 @@ def _check_fitted(attributes: dict, index) -> None:
     index.cost_guards()
     for size in (index.params.get("cost_guard_sizes") or ()):
         index.cost_guards(size)
-    for feature in attributes["planner_"].features.values():
-        columns = attributes["feature_columns_"][feature.name]
+    for feature in state.planner.features.values():
+        columns = state.feature_columns[feature.name]
         if feature.dimension is not None and columns.stop - columns.start != feature.dimension:
             raise ValueError(f"feature {feature.name!r} has {feature.dimension} values, its columns "
                              f"{columns.start}:{columns.stop} say {columns.stop - columns.start}")
-    classes = attributes["classes_"]
+    classes = state.classes
     keys = sorted(index.models.keys()) if hasattr(index.models, "keys") else []
     model = index.models.get(keys[0]) if keys else None
     seen = getattr(model, "classes_", None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -22,6 +23,7 @@ from .costs import measure_feature_costs
 from .inputs import as_image_list, check_budgets, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
 from .serving import Explanation
+from .servingstate import Refusal, ServingState, follow, view_of
 
 __all__ = ["CostSensitiveClassifier", "Explanation"]
 
@@ -194,9 +196,29 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         Seconds spent extracting, timing and building; ``expanded`` (sets the build used, ``{}``
         included), ``trained`` (in this fit) and ``reused`` (from the cache); ``features_cached``.
     planner_ : polydom.serving.ServingPlanner
-        Serves images from ``index_`` (per set: its features, model and lean predictor).
+        Serves images from the version of ``index_`` served (per set: its features, model and
+        lean predictor), with the guards serving learns.
     path_, version_ : str
         Set by :meth:`save` and :meth:`load`: the index directory and the published version.
+
+    Notes
+    -----
+    *One version per request.* Every fitted attribute but ``index_`` is read from one immutable
+    :class:`~polydom.servingstate.ServingState` -- the version served, its feature order and
+    columns, ``classes_``, cost fits, the planner with its plans, learned guards and cascades --
+    which a fit, :meth:`load`, :meth:`recost` or a refresh replaces whole, in one assignment.
+    ``predict``, ``predict_proba``, ``explain`` and ``score`` read it once at their start, so
+    each answers wholly from one version; predicting changes no attribute (the guards serving
+    learns live in that state's planner, not in anything ``get_params`` or ``clone`` sees).
+
+    *Refreshing.* A loaded classifier's ``index_.refresh()`` (or :meth:`refresh`) adopts the
+    newest version at its path. The next request, or attribute read, rebuilds the serving state
+    from that version's own saved classifier state -- a refit with its features in another order,
+    a feature added or other classes is served as :meth:`load` would serve it -- or, where the
+    version cannot be served (not saved by a classifier, damaged, a model refused), raises
+    :class:`~polydom.classifier_state.ClassifierStateError` at every request until a servable
+    version is adopted. The parameters stay this classifier's: ``budget`` and ``speculate`` still
+    apply, and ``get_params`` does not change (load the path again for the refit's parameters).
 
     See Also
     --------
@@ -297,8 +319,12 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         groups = check_groups(groups, len(images))
         settings = FitSettings.from_params(self.get_params(deep=False))
         result = run_fit(images, y, groups, settings, getattr(self, "_reusable", None) if self.warm_start else None)
-        for name, value in result.fitted_attributes().items():
-            setattr(self, name, value)
+        state = ServingState.build(
+            result.index, features={f.name: f for f in result.features}, classes=result.classes,
+            columns=result.columns, cost_fits=result.fits, n0=result.n0, timing_sides=result.timing_sides,
+            fit_stats=result.stats, cascade=result.cascade,
+        )
+        self._adopt_state(result.index, state)
         self._reusable = result.warm if self.warm_start else None  # what the next warm fit may skip
         return self
 
@@ -311,7 +337,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         str
             The published version's name (also ``version_``; ``path_`` is the directory).
         """
-        check_is_fitted(self, "index_")
+        self._state()  # NotFittedError before fit
         return save_classifier(self, path, **options)
 
     @classmethod
@@ -332,6 +358,99 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         """
         return load_classifier(cls, path, trusted)
 
+    def refresh(self) -> bool:
+        """Adopt the newest version published at this loaded classifier's path, and rebuild the
+        serving state from it now; whether the version served changed.
+
+        Calling ``index_.refresh()`` is equally safe: the next request rebuilds the state then.
+
+        Raises
+        ------
+        ClassifierStateError
+            The new version cannot be served by this classifier (it holds no classifier state,
+            or a damaged one); every request raises it too, until a servable version is adopted.
+        RuntimeError
+            The classifier was fitted in memory, not loaded from a path (as ``index_.refresh``).
+        IndexFormatError
+            As ``index_.refresh()``: the newest version is damaged or holds another backend (the
+            classifier keeps serving the version it had).
+        """
+        if "_serving" not in self.__dict__:
+            check_is_fitted(self, "index_")
+        before = self.__dict__["_serving"]
+        self.index_.refresh()
+        self._state()
+        return self.__dict__["_serving"] is not before
+
+    # ------------------------------------------------------------------ the serving state
+
+    def _adopt_state(self, index, state: ServingState) -> None:
+        """Serve ``state``, built from ``index`` (which becomes ``index_``)."""
+        self.index_ = index
+        self._serving = state  # last, one assignment: requests from now on read the new state
+
+    def _state(self) -> ServingState:
+        """The serving state every request reads once: the current one, rebuilt first if the
+        index moved to a new version (:func:`polydom.servingstate.follow`).
+
+        Raises
+        ------
+        NotFittedError
+            Before ``fit`` or ``load``.
+        ClassifierStateError
+            The version adopted cannot be served by this classifier.
+        """
+        state = self.__dict__.get("_serving")
+        if state is None:
+            check_is_fitted(self, "index_")  # NotFittedError before fit
+            raise NotFittedError("this CostSensitiveClassifier has no serving state; fit or load it")
+        if not state.current():  # O(1): the index's view is the version this state serves
+            state = follow(self)
+        if isinstance(state, Refusal):
+            state.raise_()
+        return state
+
+    def _replace_state(self, **changes) -> None:
+        self._serving = self._state().replace(**changes)
+
+    def _set_planner(self, planner) -> None:
+        # A planner assigned from outside (demo jobs, benchmarks) serves what its index serves.
+        self._replace_state(planner=planner, source=planner.index, index=view_of(planner.index))
+
+    classes_ = property(lambda self: self._state().classes, lambda self, v: self._replace_state(classes=v),
+                        doc="The classes, read-only (``classes_`` of the version served).")
+    feature_names_ = property(lambda self: self._state().feature_names, doc="The index's feature order.")
+    feature_columns_ = property(lambda self: self._state().feature_columns,
+                                lambda self, v: self._replace_state(feature_columns=v),
+                                doc="Each feature's column range in the feature matrix (read-only mapping).")
+    cost_fits_ = property(lambda self: self._state().cost_fits, lambda self, v: self._replace_state(cost_fits=v),
+                          doc="Timings and fitted cost curve of each feature (read-only mapping).")
+    cost_curves_ = property(lambda self: self._state().cost_curves,
+                            lambda self, v: self._replace_state(cost_curves=v), doc="Each feature's CostCurve.")
+    n0_ = property(lambda self: self._state().n0, lambda self, v: self._replace_state(n0=float(v)),
+                   doc="Median training item size.")
+    timing_sides_ = property(lambda self: self._state().timing_sides,
+                             lambda self, v: self._replace_state(timing_sides=tuple(v)),
+                             doc="The square sides the costs were measured at.")
+    fit_stats_ = property(lambda self: self._state().fit_stats, lambda self, v: self._replace_state(fit_stats=v),
+                          doc="What the fit spent and trained.")
+    planner_ = property(lambda self: self._state().planner, _set_planner,
+                        doc="The ServingPlanner of the version served.")
+
+    def _saved(name):
+        def get(self):
+            value = getattr(self._state(), name)
+            if value is None:
+                raise AttributeError(f"{name}_: this classifier was neither saved nor loaded")
+            return value
+        return get
+
+    path_ = property(_saved("path"), lambda self, v: self._replace_state(path=v),
+                     doc="The directory the classifier was saved to or loaded from.")
+    version_ = property(_saved("version"), lambda self, v: self._replace_state(version=v),
+                        doc="The published version served (set by save, load and a refresh).")
+    del _saved
+
     def recost(self, images, *, sides=None, repeats=None):
         """Re-measure the features on this machine and re-cost the index (``index_.with_costs``),
         training nothing: PolyDom re-indexes its trained sets (exploration depends on accuracies
@@ -350,33 +469,36 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        check_is_fitted(self, "index_")
+        state = self._state()  # NotFittedError before fit; one version throughout
         images = check_images(images, purpose="image is required to time the features")
-        sides = tuple(self.timing_sides_ if sides is None else sides)
+        sides = tuple(state.timing_sides if sides is None else sides)
         repeats = self.timing_repeats if repeats is None else repeats
         check_param("repeats", repeats, [Integer(low=1)])
-        fits = measure_feature_costs(list(self.planner_.features.values()), images, sides, repeats=repeats,
+        fits = measure_feature_costs(list(state.planner.features.values()), images, sides, repeats=repeats,
                                      quantile=self.cost_quantile, degree=self.cost_degree, progress=self.progress)
         # The serving overhead and guard were learned at fit time, on the training extraction.
-        fits = {name: carry_calibration(self.cost_fits_[name], fit) for name, fit in fits.items()}
-        self.cost_fits_ = fits
-        self.cost_curves_ = {name: fit.curve for name, fit in fits.items()}
-        self.planner_ = self.planner_.with_costs(self.cost_curves_)
-        self.index_ = self.planner_.index
-        self.timing_sides_ = tuple(int(s) for s in sides)
+        fits = {name: carry_calibration(state.cost_fits[name], fit) for name, fit in fits.items()}
+        planner = state.planner.with_costs({name: fit.curve for name, fit in fits.items()})
+        # The re-costed index is built in memory: it no longer follows the path it was loaded from.
+        self._adopt_state(planner.index, state.replace(
+            source=planner.index, index=planner.index, planner=planner, cost_fits=fits,
+            cost_curves={name: fit.curve for name, fit in fits.items()}, timing_sides=tuple(int(s) for s in sides),
+        ))
         return self
 
     def _request(self, images, budget, total_budget=None):
-        """``(server, images, budgets)``: the planner and per-image budgets, or a batch server and the total."""
-        if "index_" not in self.__dict__:  # sklearn's generic check costs more than a request
-            check_is_fitted(self, "index_")
+        """``(state, server, images, budgets, options)``: the serving state (read once: the whole
+        request serves from it), the planner and per-image budgets or a batch server and the
+        total, and the options its calls take."""
+        state = self._state()
         images = as_image_list(images)
         if total_budget is None:
-            self.planner_.speculate = bool(self.speculate)
-            return self.planner_, images, check_budgets(self.budget if budget is None else budget, len(images))
+            budgets = check_budgets(self.budget if budget is None else budget, len(images))
+            # Read per request, never written into the planner: predicting changes no state.
+            return state, state.planner, images, budgets, {"speculate": bool(self.speculate)}
         if budget is not None:
             raise ValueError("give budget (seconds per image) or total_budget (seconds for the batch), not both")
-        return BatchServer(self.planner_), images, total_budget
+        return state, BatchServer(state.planner), images, total_budget, {}
 
     def predict(self, images, budget=None, *, total_budget=None) -> np.ndarray:
         """Predict each image's class within its budget, computing only the chosen features.
@@ -396,8 +518,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_images,)
         """
-        server, images, budgets = self._request(images, budget, total_budget)
-        return server.predict(images, budgets, self.classes_.dtype)
+        state, server, images, budgets, options = self._request(images, budget, total_budget)
+        return server.predict(images, budgets, state.classes.dtype, **options)
 
     @available_if(estimator_has("predict_proba"))
     def predict_proba(self, images, budget=None, *, total_budget=None) -> np.ndarray:
@@ -406,15 +528,15 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
         Available when the learner has ``predict_proba`` (the default hinge-loss SGD has not).
         """
-        server, images, budgets = self._request(images, budget, total_budget)
-        return server.predict_proba(images, budgets, self.classes_)
+        state, server, images, budgets, options = self._request(images, budget, total_budget)
+        return server.predict_proba(images, budgets, state.classes, **options)
 
     def explain(self, images, budget=None, *, total_budget=None) -> list[Explanation]:
         """Predict as :meth:`predict` does; per image, an :class:`Explanation` of what was computed
         and how long it took. With ``total_budget``, a list that also carries the batch's realised
         spend (``.summary``, a :class:`~polydom.batchserving.BatchSpend`) and its first ``.plan``."""
-        server, images, budgets = self._request(images, budget, total_budget)
-        return server.explain(images, budgets)
+        _, server, images, budgets, options = self._request(images, budget, total_budget)
+        return server.explain(images, budgets, **options)
 
     def score(self, images, y, sample_weight=None, budget=None, *, total_budget=None) -> float:
         """Accuracy of :meth:`predict` on ``images`` within ``budget`` (or ``total_budget``)."""

@@ -25,6 +25,7 @@ import numpy as np
 from polydom.featurizers import Feature, validate_image
 
 from polydom.index.anytime import FeatureTimeout
+from polydom.index.base import StoredIndex
 from polydom.index.servingguards import ServingGuards
 
 from .calibration import DEFAULT_GUARD_QUANTILE
@@ -136,14 +137,17 @@ class Served:
     measured: float
     size: int
     steps: tuple = ()
+    index: Any = None  # the version served (the one the choice and the plan come from)
 
 
 class ServingPlanner:
     """Serve images from ``index``, preparing one :class:`SetPlan` per set on first use.
 
-    Invariant: every cached plan belongs to the model mapping the index holds now. A loaded
-    index that ``refresh()`` switched to a new version gets new models, so the cache is dropped
-    when the index's ``models`` object changes.
+    Invariant: a cached plan is served only for the model mapping it was prepared from, with
+    its features in that version's column order. A classifier builds its planner over one
+    version (:mod:`polydom.servingstate`) and never sees another; a planner built over a live
+    loaded index reads the version that index serves at each request, once, and prepares plans
+    anew when its models change.
 
     Parameters
     ----------
@@ -158,8 +162,9 @@ class ServingPlanner:
             raise ValueError(f"no Feature objects for the index's features {missing}")
         self.index = index
         self.features = {n: features[n] for n in index.features}
-        self._plans: dict[int, SetPlan] = {}
-        self._models = index.models
+        # (models, plans): the plans of one version's model mapping, read and replaced as one
+        # object so that a thread never pairs one version's plans with another's models.
+        self._cache: tuple = (index.models, {})
         # Stop buying features once a prefix's model is sure (only where thresholds were trained).
         self.cascade = bool(cascade) and bool(getattr(index, "cascades", None))
         # Try a feature the guards refuse on a worker thread, abandoned at the deadline
@@ -176,26 +181,51 @@ class ServingPlanner:
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
         return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade, speculate=self.speculate)
 
-    def plan(self, key: int) -> SetPlan:
-        """The plan of the trained set with mask ``key`` (prepared once). ``O(1)`` once cached."""
-        if self._models is not self.index.models:
-            self._plans, self._models = {}, self.index.models
-        plan = self._plans.get(key)
+    def plan(self, key: int, index=None) -> SetPlan:
+        """The plan of the trained set with mask ``key`` in ``index`` (default: the version
+        ``self.index`` serves now), prepared once per version. ``O(1)`` once cached.
+
+        Raises
+        ------
+        RuntimeError
+            The index has no model for the set, or names a feature this planner has no
+            :class:`Feature` for (a live index refreshed to a version with another feature: a
+            classifier rebuilds its planner instead, :mod:`polydom.servingstate`).
+        """
+        if index is None:
+            index = _version_of(self.index)
+        models = index.models
+        cached, plans = self._cache
+        # A plan belongs to one version's models: another version's cache is not looked in.
+        plan = plans.get(key) if cached is models else None
         if plan is None:
-            index = self.index
             chosen = index.space.frozenset(int(key))
-            features = tuple(f for n, f in self.features.items() if n in chosen)
-            model = index.models.get(int(key))
+            missing = [n for n in index.features if n in chosen and n not in self.features]
+            if missing:
+                raise RuntimeError(f"this planner has no Feature objects for {missing}: its index moved to another "
+                                   "version (a classifier rebuilds its planner; build a new one)")
+            model = models.get(int(key))
             if model is None:
                 raise RuntimeError(f"the index has no model for feature set {sorted(chosen)}")
-            plan = self._plans[int(key)] = SetPlan(int(key), features, model)
+            # The set's features in the version's column order, which is what its model was trained on.
+            plan = SetPlan(int(key), tuple(self.features[n] for n in index.features if n in chosen), model)
+            if cached is not models:
+                plans = {}
+                self._cache = (models, plans)
+            plans[int(key)] = plan
         return plan
 
-    def serve(self, image, i: int, budget: float, *, guarded: bool = True) -> Served:
+    def serve(self, image, i: int, budget: float, *, guarded: bool = True, speculate: bool | None = None) -> Served:
         """Choose a set for image ``i`` within ``budget`` seconds and compute its features.
 
         ``guarded=False`` lets the index start a feature whenever its predicted cost fits,
         ignoring the cost guards (a batch sharing one total books overruns instead).
+        ``speculate`` overrides the planner's own setting for this call (the classifier passes
+        its parameter per request instead of writing it into a shared planner).
+
+        A loaded index is read through its version view once (``index._view()``), so
+        that the choice, the plan and the readable steps all come from one version even when
+        this planner was built over a live loaded index that a refresh switches meanwhile.
 
         Raises
         ------
@@ -217,38 +247,39 @@ class ServingPlanner:
             computed[name] = vector
             return vector
 
+        index = _version_of(self.index)
         options = {"stop_when_confident": True} if self.cascade else {}
         if not guarded:
             options["guarded"] = False
         else:
             if self.serving_guards is not None:
                 options["serving_guards"] = self.serving_guards
-            if self.speculate and getattr(self.index, "chains", None):
+            if (self.speculate if speculate is None else speculate) and getattr(index, "chains", None):
                 options["speculate"] = True
-        with_steps = getattr(self.index, "select_steps", None)
+        with_steps = getattr(index, "select_steps", None)
         if with_steps is not None:
             choice, steps = with_steps(size, budget, compute, **options)
         else:
-            choice = self.index.select(size, budget, compute, **options)
+            choice = index.select(size, budget, compute, **options)
             steps = [("compute", n) for n in computed]
-        space = self.index.space
+        space = index.space
         readable = tuple((kind, tuple(sorted(space.frozenset(v))) if isinstance(v, int) else v) for kind, v in steps)
-        plan = self.plan(choice.key)
+        plan = self.plan(choice.key, index)
         x = np.concatenate([computed[n] for n in plan.names]) if plan.names else _EMPTY
         # Nothing computed, nothing spent: the clock's own overhead is not extraction time.
-        return Served(choice, plan, x, choice.cost if computed else 0.0, size, readable)
+        return Served(choice, plan, x, choice.cost if computed else 0.0, size, readable, index)
 
     # ------------------------------------------------------------------ many images
 
-    def predict(self, images, budgets, dtype) -> np.ndarray:
+    def predict(self, images, budgets, dtype, *, speculate: bool | None = None) -> np.ndarray:
         """Labels of ``images``, each within its budget, as an array of ``dtype``."""
         out = np.empty(len(images), dtype=dtype)
         for i, image in enumerate(images):
-            served = self.serve(image, i, budgets[i])
+            served = self.serve(image, i, budgets[i], speculate=speculate)
             out[i] = served.plan.predictor.predict_one(served.x)
         return out
 
-    def predict_proba(self, images, budgets, classes: np.ndarray) -> np.ndarray:
+    def predict_proba(self, images, budgets, classes: np.ndarray, *, speculate: bool | None = None) -> np.ndarray:
         """Class probabilities (columns follow the sorted ``classes``), each image within its budget.
 
         A set's model may have seen fewer classes than the whole training set; its columns are
@@ -256,21 +287,27 @@ class ServingPlanner:
         """
         out = np.zeros((len(images), len(classes)))
         for i, image in enumerate(images):
-            served = self.serve(image, i, budgets[i])
+            served = self.serve(image, i, budgets[i], speculate=speculate)
             model = served.plan.model
             out[i, np.searchsorted(classes, model.classes_)] = model.predict_proba(served.x.reshape(1, -1))[0]
         return out
 
-    def explain(self, images, budgets) -> list[Explanation]:
+    def explain(self, images, budgets, *, speculate: bool | None = None) -> list[Explanation]:
         """One :class:`Explanation` per image: the set served, its costs and the label."""
         out = []
         for i, image in enumerate(images):
-            s = self.serve(image, i, budgets[i])
+            s = self.serve(image, i, budgets[i], speculate=speculate)
             label = s.plan.predictor.predict_one(s.x)
-            predicted = self.index.cost_of(s.plan.names, s.size)
+            predicted = s.index.cost_of(s.plan.names, s.size)
             out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
                                    float(predicted), float(s.measured), label, s.steps, s.choice.std_error))
         return out
+
+
+def _version_of(index):
+    """The version a loaded index serves now (:meth:`StoredIndex._view`, which no refresh
+    changes); any other index -- built in memory, or a wrapper -- as it is."""
+    return index._view() if isinstance(index, StoredIndex) else index
 
 
 class _DeadlineWorkers:
