@@ -191,6 +191,7 @@ class ServingGuards:
         self._ratios: dict[tuple[int, int], deque] = {}
         self._learned: dict[tuple[int, int], float] = {}
         self._sorted: dict[tuple[int, int], np.ndarray] = {}  # a learned record's ratios, sorted
+        self._explored: dict[tuple[int, int], int] = {}  # starts granted past the fit's guard
         self._calls: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
 
@@ -252,6 +253,20 @@ class ServingGuards:
             if ratios is None:
                 return None
         return float(np.searchsorted(ratios, ratio, side="right")) / len(ratios)
+
+    def wants_sample(self, feature: int, size: float) -> bool:
+        """Whether a walk may start ``feature`` at ``size`` past the fit's guard to learn its cost
+        there: the band has no learned guard of the feature's own, and fewer than ``min_calls``
+        such starts were granted in it. Each True counts one start."""
+        key = (int(feature), self.band(size))
+        with self._lock:
+            if key in self._learned or key in self._ceiling:
+                return False
+            granted = self._explored.get(key, 0)
+            if granted >= self.min_calls:
+                return False
+            self._explored[key] = granted + 1
+            return True
 
     def seen(self, size: float) -> tuple[int, ...]:
         """Per feature, in index order: the calls recorded in ``size``'s band."""
@@ -315,6 +330,7 @@ class ServingGuards:
             copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)
             copy._sorted = dict(self._sorted)
+            copy._explored = dict(self._explored)
             copy._walks, copy._last, copy._probing = dict(self._walks), dict(self._last), set(self._probing)
             copy._ceiling = dict(self._ceiling)
         return copy

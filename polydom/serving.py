@@ -64,6 +64,7 @@ class Explanation:
         What serving did, in order: ``("compute", feature)``, ``("upgrade", features)`` (time
         was left, so a more accurate set became the target), ``("stop", feature)`` (that feature
         no longer fitted the time left), ``("confident", features)`` (the cascade stopped),
+        ``("explore", feature)`` (started past the fit's guard to learn its cost here),
         ``("speculate", feature)`` (started although its guarded cost did not fit) and
         ``("abandon", feature)`` (it missed the deadline and was left to finish unused).
     std_error : float or None
