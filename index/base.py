@@ -74,6 +74,11 @@ class StoredIndex:
             This index was built in memory, not loaded from a path.
         IndexFormatError
             The newest version is damaged or holds another backend (load it again instead).
+        IndexNotFoundError, IndexFormatError
+            Also while the path holds no complete index: a deploy that removes the directory and
+            renames a new build into its place (``rmtree`` + ``rename``) leaves, for a moment, no
+            directory or a partly removed one. This index is left as it was -- it keeps serving
+            its version, whose files it holds open -- and a later call adopts the new build.
         """
         if self._store is None:
             raise RuntimeError("this index was not loaded from a path; nothing to refresh")

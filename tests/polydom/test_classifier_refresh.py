@@ -181,3 +181,23 @@ def test_threads_serving_while_refits_are_published_answer_from_one_version(vari
     assert mixed == [], mixed[:5]
     assert served[0] >= 20
     same_answers(live, fresh[names[20 % len(names)]], served_images)
+
+
+def test_a_refresh_while_a_deploy_swaps_the_directory_keeps_serving_the_version_held(variants, digits, tmp_path):
+    import os
+    import shutil
+
+    images, _ = digits
+    path = tmp_path / "live"
+    publish(variants["base"], path)
+    live = polydom.CostSensitiveClassifier.load(path)
+    expected = polydom.CostSensitiveClassifier.load(variants["base"].path_).predict(images, budget=None)
+    publish(variants["strings"], tmp_path / "next")  # built elsewhere,
+    shutil.rmtree(path)  # the live directory removed: the moment before the rename
+    with pytest.raises(polydom.StoreError):
+        live.index_.refresh()
+    # Models not read yet still load: the version's files are held open.
+    np.testing.assert_array_equal(live.predict(images, budget=None), expected)
+    os.rename(tmp_path / "next", path)
+    assert live.index_.refresh()
+    same_answers(live, polydom.CostSensitiveClassifier.load(path), images)
