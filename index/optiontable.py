@@ -2,6 +2,11 @@
 upper convex hull of each item's (cost, accuracy) options that the greedy solver walks.
 
 Split from :mod:`polydom.index.planning` so that gathering options and solving are separate jobs.
+
+Plans over a million items are a realistic nightly job, so nothing here runs per item in Python:
+the options of all distinct sizes come from per-index tables built once (:func:`option_source`),
+evaluated with numpy, and the hull runs over all items at once. Every result is bit-identical to
+gathering with one ``options_at`` call per size (``option_table(..., per_size=True)``).
 """
 
 from __future__ import annotations
@@ -9,8 +14,8 @@ from __future__ import annotations
 import math
 import weakref
 from bisect import bisect_right
-from operator import is_
 from dataclasses import dataclass
+from operator import is_
 
 import numpy as np
 
@@ -208,14 +213,16 @@ def option_source(index):
 _SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _horner_columns(coef: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``coef[k]`` (shape (N, M), lowest degree first along k) at ``x`` (shape (N,)), by Horner's
-    rule from ``0.0`` -- the steps of :func:`~polydom.index.poly.horner_scalar`, so bit-identical."""
+def _horner_columns(plane, degrees: int, x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Polynomials at ``x`` (shape (N,)) by Horner's rule from ``0.0`` -- the steps of
+    :func:`~polydom.index.poly.horner_scalar`, so bit-identical. ``plane(k)`` gives the degree-``k``
+    coefficients, of shape ``shape`` = (N, M) or broadcastable to it, one degree at a time (all
+    of them gathered at once would hold ``degrees`` more (N, M) arrays)."""
     x = x[:, None]
-    out = np.zeros(coef.shape[1:])
-    for k in range(coef.shape[0] - 1, -1, -1):
+    out = np.zeros(shape)
+    for k in range(degrees - 1, -1, -1):
         out *= x
-        out += coef[k]
+        out += plane(k)
     return out
 
 
@@ -276,7 +283,7 @@ class SkylineOptions(_Source):
         counts = self.counts[r]
         width = max(int(counts.max()), 1) if len(sizes) else 1
         valid = np.arange(width) < counts[:, None]
-        costs = _horner_columns(self.coef[:, r, :width], sizes)
+        costs = _horner_columns(lambda k: self.coef[k][r, :width], self.coef.shape[0], sizes, (len(sizes), width))
         costs[~valid] = np.inf
         return self.masks[r, :width], costs, self.accuracy[r, :width], counts
 
@@ -302,8 +309,9 @@ class FixedOptions(_Source):
 
     @staticmethod
     def state(index) -> tuple:
-        """The index's attributes these tables are built from (compared by identity)."""
-        return index.sequences, index.accuracy, index.costs, index.space
+        """The index's attributes these tables are built from (compared by identity): Greedy's
+        sequences and accuracies, which ``option_sets`` reads, and the cost curves."""
+        return getattr(index, "sequences", None), getattr(index, "accuracy", None), index.costs, index.space
 
     def __init__(self, index, key: tuple):
         self.key = key
@@ -324,8 +332,10 @@ class FixedOptions(_Source):
         """See :func:`options_many`."""
         n, width = len(sizes), len(self.masks)
         if n == 0:  # options_at's width for no sizes
-            return np.full((0, 1), -1, dtype=np.int64), np.full((0, 1), np.inf), np.full((0, 1), np.nan), np.zeros(0, np.intp)
-        costs = _horner_columns(np.broadcast_to(self.coef[:, None, :], (self.coef.shape[0], n, width)), sizes)
+            return (np.full((0, 1), -1, dtype=np.int64), np.full((0, 1), np.inf), np.full((0, 1), np.nan),
+                    np.zeros(0, dtype=np.intp))
+        # The same sets at every size: each degree's coefficients are one row, broadcast.
+        costs = _horner_columns(self.coef.__getitem__, self.coef.shape[0], sizes, (n, width))
         order = np.argsort(costs, axis=1, kind="stable")
         costs = np.take_along_axis(costs, order, axis=1)
         return self.masks[order], costs, self.accuracy[order], np.full(n, width, dtype=np.intp)
@@ -366,7 +376,8 @@ def _packed(sizes, masks, costs, acc, keep, counts=None) -> OptionTable:
         order = np.lexsort((second[bad], costs[bad]), axis=-1)
         pick = np.take_along_axis
         masks, costs, acc = masks.copy(), costs.copy(), acc.copy()
-        masks[bad], costs[bad], acc[bad] = pick(masks[bad], order, 1), pick(costs[bad], order, 1), pick(acc[bad], order, 1)
+        for column in (masks, costs, acc):
+            column[bad] = pick(column[bad], order, 1)
     return OptionTable(sizes, masks, costs, acc, np.asarray(counts, dtype=np.intp))
 
 

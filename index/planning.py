@@ -319,12 +319,16 @@ def _solve_greedy(table: OptionTable, budget: float) -> tuple[np.ndarray, float,
     valid = np.arange(positions.shape[0] - 1)[:, None] < (lengths - 1)[None, :]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         dc, da = np.diff(hull_cost, axis=0), np.diff(hull_acc, axis=0)
-        slope = np.where(valid, da / dc, np.inf)
+        del hull_cost, hull_acc  # arrays of millions of items: freed as soon as they are done with
+        slope = np.divide(da, dc)
+    slope[~valid] = np.inf
     # Each item's slopes descend by construction; ordering by their running minimum keeps an
     # item's steps in sequence even if rounding in the chord test let one rise by an ulp.
-    running = np.fmin.accumulate(slope, axis=0)
+    np.fmin.accumulate(slope, axis=0, out=slope)
     flat = np.flatnonzero(valid)  # step-major: item = flat % n, step = flat // n
-    flat = flat[_by_gain(running.reshape(-1)[flat], flat, n)]
+    del valid
+    flat = flat[_by_gain(slope.reshape(-1)[flat], flat, n)]
+    del slope
     dcs, das = dc.reshape(-1)[flat], da.reshape(-1)[flat]
     base = math.fsum(table.costs[:, 0].tolist())
     total = base + np.cumsum(dcs)

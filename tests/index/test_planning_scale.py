@@ -191,14 +191,19 @@ def test_options_many_is_options_at_for_every_size(build_options, seed):
     assert [a.shape for a in options_many(index, np.zeros(0))] == [(0, 1), (0, 1), (0, 1), (0,)]
 
 
-def test_option_tables_follow_a_refresh(tmp_path):
+@pytest.mark.parametrize("build_options", [BACKENDS[0], BACKENDS[2]], ids=["polydom", "greedy"])
+def test_option_tables_follow_a_refresh(tmp_path, build_options):
     """A refreshed index replaces the state its option tables were built from: they are rebuilt."""
     path = str(tmp_path / "index")
-    _index(1).save(path)
+    _index(1, **build_options).save(path)
     live = polydom.load(path)
     before = options_many(live, np.array([10.0, 50.0]))
-    _index(2).save(path)
+    stream = polydom.StreamBudget(live, 5.0, sizes=[10.0, 50.0])
+    stream.choose(10.0)
+    _index(2, **build_options).save(path)
     assert live.refresh()
+    stream.choose(50.0)
+    assert stream._source is option_source(live) and stream._source.current(live)
     after = options_many(live, np.array([10.0, 50.0]))
     assert not all(np.array_equal(x, y, equal_nan=True) for x, y in zip(before, after))
     for x, y in zip(after, options_per_size(live, [10.0, 50.0])):
