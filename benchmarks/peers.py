@@ -1031,7 +1031,8 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     results = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # sizes inside the timed range: no extrapolation warnings expected
-        grid = serve_grid(clf, held.X, held.seconds, test_sizes, y_test, budgets)
+        grid = serve_grid(clf, held.X, held.seconds, test_sizes, y_test, budgets,
+                                   cpu_seconds=held.cpu_seconds)
     results[REFERENCE] = cell_stats(grid.correct, grid.measured, test_sizes, sides, budgets)
     bare = without_guards(clf)
     polydom_sets = {}
@@ -1050,7 +1051,8 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     if bare is not None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            bare_grid = serve_grid(bare, held.X, held.seconds, test_sizes, y_test, budgets)
+            bare_grid = serve_grid(bare, held.X, held.seconds, test_sizes, y_test, budgets,
+                                   cpu_seconds=held.cpu_seconds)
         results[UNGUARDED] = cell_stats(bare_grid.correct, bare_grid.measured, test_sizes, sides, budgets)
         fit_seconds[UNGUARDED], models[UNGUARDED] = 0.0, "PolyDom's fit"
     from polydom.demo.job import with_scores
@@ -1060,7 +1062,8 @@ def run(args, cache, log, features, sides, budgets) -> dict:
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ranked_grid = serve_grid(with_scores(clf, scores), held.X, held.seconds, test_sizes, y_test, budgets)
+            ranked_grid = serve_grid(with_scores(clf, scores), held.X, held.seconds, test_sizes, y_test, budgets,
+                                   cpu_seconds=held.cpu_seconds)
         results[name] = cell_stats(ranked_grid.correct, ranked_grid.measured, test_sizes, sides, budgets)
         fit_seconds[name], models[name] = 0.0, "PolyDom's fit, re-ranked"
     log("served every method")

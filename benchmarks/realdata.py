@@ -238,7 +238,8 @@ def main() -> None:
         for name, (_, mode) in methods.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                grid = serve_grid(fitted[name], held.X, held.seconds, sizes, labels[test], budgets, mode=mode)
+                grid = serve_grid(fitted[name], held.X, held.seconds, sizes, labels[test], budgets, mode=mode,
+                                 cpu_seconds=held.cpu_seconds)
             results[name] = cells(grid, sizes, sides)
             log(f"served {name}")
     summary = summarize(results, sides, budgets)

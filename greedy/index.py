@@ -226,6 +226,7 @@ class GreedyIndex(CostSensitiveIndex):
         *,
         guarded: bool = True,
         serving_guards=None,
+        cpu_clock: Callable[[], float] | None = None,
     ) -> Choice:
         """Measured mode: compute a sequence prefix's features for real, one at a time.
 
@@ -257,6 +258,9 @@ class GreedyIndex(CostSensitiveIndex):
         serving_guards : ServingGuards, optional
             With ``guarded``: guards learned from earlier walks' measured times
             (:mod:`polydom.index.servingguards`), which this walk's times then join.
+        cpu_clock : callable, optional
+            The computing thread's CPU clock, read around each feature so that
+            ``serving_guards`` learns its own cost apart from the machine's scheduling.
 
         Returns
         -------
@@ -294,11 +298,13 @@ class GreedyIndex(CostSensitiveIndex):
                     continue
                 if elapsed + walk.cost[k] * walk.guards[k] > budget:
                     break  # slower than predicted: look for another target with what is left
+                cpu_before = cpu_clock() if cpu_clock is not None and learn is not None else None
                 compute(name)
                 computed.add(name)
                 before, elapsed = elapsed, clock() - start
                 if learn is not None:
-                    learn.observe(walk.features[k], size, walk.cost[k], elapsed - before)
+                    learn.observe(walk.features[k], size, walk.cost[k], elapsed - before,
+                                  None if cpu_before is None else cpu_clock() - cpu_before)
             served = best_computed(walks, first, computed)
             floor = walks[served[0]].prefixes[served[1]][1]
             if all(name in computed for name in walk.names[:length]):

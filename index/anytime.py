@@ -148,6 +148,7 @@ def serve_anytime(
     guarded: bool = True,
     serving_guards=None,
     speculate: bool = False,
+    cpu_clock: Callable[[], float] | None = None,
 ):
     """Serve ``(size, budget)`` on ``clock``; see the module docstring for the rules.
 
@@ -174,6 +175,11 @@ def serve_anytime(
         Where the guards stop the walk, start the next feature anyway if its unguarded
         predicted cost fits and it would serve a more accurate set, calling
         ``compute(name, deadline)`` (module docstring, *trying past the guard*).
+    cpu_clock : callable, optional
+        The computing thread's CPU clock (``time.thread_time`` when ``compute`` runs on the
+        calling thread), read around each computed feature so that ``serving_guards`` learns the
+        feature's own cost apart from the machine's scheduling
+        (:mod:`polydom.index.servingguards`).
 
     Returns
     -------
@@ -236,6 +242,7 @@ def serve_anytime(
             else:
                 tried = True
                 steps.append(("speculate", names[nxt]))
+        cpu_before = cpu_clock() if cpu_clock is not None and learn is not None else None
         try:
             values[nxt] = compute(names[nxt], start + budget) if tried else compute(names[nxt])
         except FeatureTimeout:
@@ -245,7 +252,8 @@ def serve_anytime(
         computed |= 1 << nxt
         before, elapsed = elapsed, clock() - start
         if learn is not None and not tried:  # the tried calls that finish are the fast ones
-            learn.observe(nxt, size, cost[nxt], elapsed - before)
+            learn.observe(nxt, size, cost[nxt], elapsed - before,
+                          None if cpu_before is None else cpu_clock() - cpu_before)
         steps.append(("compute", names[nxt]))
         served = _best_computed(index, computed, served)
         if tried:

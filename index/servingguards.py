@@ -12,8 +12,10 @@ lands on any call, however cheap: a 0.2 ms feature's ratio becomes 15 or 25. The
 quantile of such a window is a preempted call, and the walk then served the majority class at
 every budget that feature fitted (a digits fit served on recorded held-out times with 3-5 ms added
 to 6% of the calls: 0.14-0.19 on time at 0.5-2 ms against 0.35-0.77 with the fit's guards alone).
-So the guard comes from the median and upper quartile, which a minority of slow calls (under a
-quarter) cannot move, with room (:data:`TAIL_ROOM`) for a tail heavier than the log-normal law's,
+Where the caller measures the computing thread's CPU time (serving does), the guard comes from
+the CPU / predicted ratios -- the feature's own work, which preemption and time slicing do not
+touch -- and the wall clock enters only through the chance to finish. Either way the guard comes
+from the median and upper quartile, which a minority of slow calls (under a quarter) cannot move, with room (:data:`TAIL_ROOM`) for a tail heavier than the log-normal law's,
 and never above the window's own quantile. A real slowdown moves the median, and the guard with
 it. What preemption costs is left to the walk's stake (:mod:`polydom.index.anytime`): the chance
 to finish (:meth:`ServingGuards.finish_chance`) counts every call, preempted ones included.
@@ -192,6 +194,7 @@ class ServingGuards:
         self._learned: dict[tuple[int, int], float] = {}
         self._sorted: dict[tuple[int, int], np.ndarray] = {}  # a learned record's ratios, sorted
         self._explored: dict[tuple[int, int], int] = {}  # starts granted past the fit's guard
+        self._own: dict[tuple, deque] = {}  # per record: recent CPU / predicted ratios, where measured
         self._calls: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
 
@@ -273,18 +276,20 @@ class ServingGuards:
         band = self.band(size)
         return tuple(self._calls.get((i, band), 0) for i in range(len(self.index.space)))
 
-    def observe(self, feature: int, size: float, predicted: float, measured: float) -> None:
+    def observe(self, feature: int, size: float, predicted: float, measured: float, cpu: float | None = None) -> None:
         """Record that feature ``feature`` (index order) took ``measured`` seconds at ``size``
-        where its curve predicted ``predicted``."""
+        where its curve predicted ``predicted``; ``cpu``: the computing thread's CPU seconds in
+        that call, where the caller measured them (the module docstring, *intrinsic cost*)."""
         if not (predicted > 0.0 and math.isfinite(measured) and measured >= 0.0):
             return
+        own = None if cpu is None or not (math.isfinite(cpu) and cpu >= 0.0) else cpu / predicted
         key = (int(feature), self.band(size))
         # The index's guard matters only to a probe's call; a call that races the probe's start
         # is judged without it, as every probe was before.
         base = self.index.cost_guards(size)[key[0]] if key in self._probing else None
         with self._lock:
-            self._record(key, measured / predicted, base)
-            self._record((None, key[1]), measured / predicted, None)
+            self._record(key, measured / predicted, own, base)
+            self._record((None, key[1]), measured / predicted, own, None)
 
     def _probe_idle(self, band: int, walks: int, base) -> None:
         """Probe the learned records of ``band`` whose feature no walk computed in the last
@@ -295,16 +300,17 @@ class ServingGuards:
                                  if key[1] == band and key in self._learned and walks - last > self.forget_after
                                  and (key[0] is None or self._learned[key] > base[key[0]]))
 
-    def _record(self, key, ratio: float, base: float | None) -> None:
-        """Add one call's ``ratio`` to ``key``'s record; ``base``: the index's guard of the
-        feature at the call's size when the record is probed (None: not known, or the pool)."""
+    def _record(self, key, ratio: float, own: float | None, base: float | None) -> None:
+        """Add one call's wall ``ratio`` (and ``own``, its CPU ratio, where measured) to ``key``'s
+        record; ``base``: the index's guard of the feature at the call's size when the record is
+        probed (None: not known, or the pool)."""
         if key in self._probing:
             self._probing.discard(key)
             learned = self._learned.get(key, math.inf)
             # Faster than it learned: start afresh -- unless the learned guard is not above the
             # index's here, where it is not what held the feature back and its calls are kept.
-            if ratio < learned and (base is None or learned > base):
-                for table in (self._ratios, self._learned, self._calls, self._sorted):
+            if (ratio if own is None else own) < learned and (base is None or learned > base):
+                for table in (self._ratios, self._learned, self._calls, self._sorted, self._own):
                     table.pop(key, None)
                 if key[0] is not None:
                     self._ceiling[key] = learned
@@ -313,10 +319,19 @@ class ServingGuards:
         if ratios is None:
             ratios = self._ratios[key] = deque(maxlen=self.window)
         ratios.append(ratio)
+        if own is not None:
+            owns = self._own.get(key)
+            if owns is None:
+                owns = self._own[key] = deque(maxlen=self.window)
+            owns.append(own)
         calls = self._calls[key] = self._calls.get(key, 0) + 1
         least = self.min_calls if key[0] is not None else self.pool_min_calls
         if calls >= least and (calls - least) % self.refresh == 0:
-            self._learned[key] = max(MIN_GUARD, robust_guard(ratios, self.quantile))
+            # The feature's own work where the CPU was measured (scheduling noise left to
+            # finish_chance), else the wall clock's middle half.
+            owns = self._own.get(key)
+            basis = owns if owns is not None and len(owns) >= min(least, len(ratios)) else ratios
+            self._learned[key] = max(MIN_GUARD, robust_guard(basis, self.quantile))
             # Replaced whole, so that finish_chance reads it without the lock.
             self._sorted[key] = np.sort(np.fromiter(ratios, float))
             self._ceiling.pop(key, None)
@@ -331,6 +346,7 @@ class ServingGuards:
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)
             copy._sorted = dict(self._sorted)
             copy._explored = dict(self._explored)
+            copy._own = {key: deque(owns, maxlen=self.window) for key, owns in self._own.items()}
             copy._walks, copy._last, copy._probing = dict(self._walks), dict(self._last), set(self._probing)
             copy._ceiling = dict(self._ceiling)
         return copy

@@ -192,7 +192,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return self.measured or self.explored
 
     def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-               guarded=True, serving_guards=None, speculate=False) -> Choice:
+               guarded=True, serving_guards=None, speculate=False, cpu_clock=None) -> Choice:
         """Serve on a real clock, anytime: fall back to a computed prefix, upgrade when time is left.
 
         Computes the looked-up set's features one by one in its chain's order; before each, the
@@ -210,7 +210,8 @@ class PolyDomIndex(CostSensitiveIndex):
         guards refuse is still started where its predicted cost fits, as
         ``compute(name, deadline)``, which must raise
         :class:`~polydom.index.anytime.FeatureTimeout` once ``clock()`` passes ``deadline``
-        (see :mod:`polydom.index.anytime`).
+        (see :mod:`polydom.index.anytime`). ``cpu_clock`` (the computing thread's CPU clock) lets
+        ``serving_guards`` learn each feature's own cost apart from the machine's scheduling.
 
         Returns
         -------
@@ -218,10 +219,11 @@ class PolyDomIndex(CostSensitiveIndex):
             Its ``cost`` is the measured time on ``clock``.
         """
         return self.select_steps(size, budget, compute, clock, stop_when_confident=stop_when_confident,
-                                 guarded=guarded, serving_guards=serving_guards, speculate=speculate)[0]
+                                 guarded=guarded, serving_guards=serving_guards, speculate=speculate,
+                                 cpu_clock=cpu_clock)[0]
 
     def select_steps(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-                     guarded=True, serving_guards=None, speculate=False):
+                     guarded=True, serving_guards=None, speculate=False, cpu_clock=None):
         """:meth:`select`, with what happened: ``(choice, steps)``, the steps as
         ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` (the next feature did not
         fit), ``("confident", mask)`` (the cascade stopped), ``("speculate", name)`` and
@@ -237,7 +239,7 @@ class PolyDomIndex(CostSensitiveIndex):
         size, budget = check_query(size, budget, ix.domain)  # floats; an int beyond float range is inf
         mask, elapsed, steps = serve_anytime(
             ix, size, budget, compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
-            serving_guards=serving_guards, speculate=speculate,
+            serving_guards=serving_guards, speculate=speculate, cpu_clock=cpu_clock,
         )
         return Choice(ix.space.frozenset(mask), ix.explored[mask], float(elapsed), mask, ix.models,
                       ix.std_error.get(mask)), steps

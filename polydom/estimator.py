@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from .batchserving import BatchServer
 from .calibration import carry_calibration
 from .classifier_params import CONSTRAINTS, check_params, estimator_has
-from .classifier_state import load_classifier, save_classifier
+from .classifier_state import ClassifierStateError, load_classifier, save_classifier, state_from_version
 from .constraints import Integer, check_param
 from .costs import measure_feature_costs
 from .inputs import as_image_list, check_budgets, check_groups, check_images, check_labels
@@ -405,7 +405,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             check_is_fitted(self, "index_")  # NotFittedError before fit
             raise NotFittedError("this CostSensitiveClassifier has no serving state; fit or load it")
         if not state.current():  # O(1): the index's view is the version this state serves
-            state = follow(self)
+            state = follow(self, state_from_version, ClassifierStateError)
         if isinstance(state, Refusal):
             state.raise_()
         return state

@@ -255,6 +255,9 @@ class ServingPlanner:
         else:
             if self.serving_guards is not None:
                 options["serving_guards"] = self.serving_guards
+                # Features run on this thread: its CPU clock separates their own cost from the
+                # machine's scheduling (polydom.index.servingguards).
+                options["cpu_clock"] = time.thread_time
             if (self.speculate if speculate is None else speculate) and getattr(index, "chains", None):
                 options["speculate"] = True
         with_steps = getattr(index, "select_steps", None)

@@ -149,27 +149,27 @@ class Refusal:
     source: Any
     index: Any
     error: PolydomError
+    kind: type = PolydomError
 
     def current(self) -> bool:
         return view_of(self.source) is self.index
 
     def raise_(self):
-        """Raise a :class:`~polydom.classifier_state.ClassifierStateError` (a fresh one per
-        request: one exception object raised in several threads would share its traceback)."""
-        from .classifier_state import ClassifierStateError
+        """Raise a ``kind`` (:class:`~polydom.classifier_state.ClassifierStateError` for the
+        classifier) anew per request: one exception object raised in several threads would share
+        its traceback."""
+        raise self.kind(str(self.error)) from self.error
 
-        raise ClassifierStateError(str(self.error)) from self.error
 
-
-def follow(owner, attribute: str = "_serving"):
+def follow(owner, rebuild, refuse_as: type, attribute: str = "_serving"):
     """The state ``owner.<attribute>`` should serve now: itself while current, else one built
-    from the source's new version and assigned in one step (or a :class:`Refusal`).
+    from the source's new version by ``rebuild(source, view, where) -> (meta, state)`` and
+    assigned in one step (or a :class:`Refusal` raising ``refuse_as``).
 
     Rebuilds are serialised (:data:`_FOLLOW_LOCK`): threads that find the state stale together
-    build it once, and none assigns a state older than the one it found.
+    build it once, and none assigns a state older than the one it found. The caller passes the
+    rebuild (the classifier's state loader), so this module imports nothing above it.
     """
-    from .classifier_state import state_from_version
-
     with _FOLLOW_LOCK:
         state = owner.__dict__[attribute]
         if state.current():
@@ -179,10 +179,10 @@ def follow(owner, attribute: str = "_serving"):
         store = getattr(view, "_store", None)
         where = store.path if store is not None else "its path"
         try:
-            _, fresh = state_from_version(source, view, where)
+            _, fresh = rebuild(source, view, where)
         except PolydomError as exc:
             # Not servable by this classifier: refuse, loudly and at every request, rather than
             # serve the new version through the old one's columns and classes.
-            fresh = Refusal(source, view, exc)
+            fresh = Refusal(source, view, exc, refuse_as)
         owner.__dict__[attribute] = fresh
         return fresh

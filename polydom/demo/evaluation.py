@@ -121,17 +121,19 @@ MODES = ("select", "cascade", "plain")
 
 def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float,
                      row: np.ndarray | None = None, columns: dict | None = None, mode: str = "select",
-                     serving_guards=None, speculate: bool = False):
+                     serving_guards=None, speculate: bool = False, cpu_seconds: np.ndarray | None = None):
     """Serve one item with a clock replaying its recorded feature times (``seconds``); ``compute``
     hands back the item's recorded feature vector (from ``row``) for models that read it.
     ``serving_guards`` learns from the replayed times as serving learns from real ones; with
     ``speculate`` a feature tried past its guard that would miss the deadline is abandoned there,
-    the clock standing at the deadline."""
+    the clock standing at the deadline. With ``cpu_seconds`` (the same calls' CPU times) a replayed
+    CPU clock advances with them, as serving's thread clock does."""
     from polydom.index.protocol import CostSensitiveIndex
 
     from polydom.index.anytime import FeatureTimeout
 
     now = [0.0]
+    cpu_now = [0.0]
 
     def compute(name, deadline=None):
         took = seconds[positions[name]]
@@ -139,6 +141,8 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
             now[0] = deadline  # abandoned at the deadline, as serving's worker thread is
             raise FeatureTimeout(name)
         now[0] += took
+        if cpu_seconds is not None:
+            cpu_now[0] += cpu_seconds[positions[name]]
         return None if row is None else row[columns[name]]
 
     clock = lambda: now[0]  # noqa: E731 - a replayed clock
@@ -147,11 +151,13 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
     options = {"stop_when_confident": True} if mode == "cascade" else {}
     if speculate and getattr(index, "chains", None):
         options["speculate"] = True
+    if cpu_seconds is not None and serving_guards is not None:
+        options["cpu_clock"] = lambda: cpu_now[0]
     return index.select(size, min(budget, _FLOAT_MAX), compute, clock, serving_guards=serving_guards, **options)
 
 
 def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float],
-               mode: str = "select") -> GridResult:
+               mode: str = "select", cpu_seconds: np.ndarray | None = None) -> GridResult:
     """Serve every item of a precomputed feature matrix at every budget.
 
     Parameters
@@ -168,6 +174,9 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     budgets : sequence of float
     mode : {"select", "cascade", "plain"}, default "select"
         See :data:`MODES`.
+    cpu_seconds : ndarray of shape (n_items, n_features), optional
+        The same calls' CPU times, replayed to the serving guards as serving's thread clock
+        would report them.
 
     Returns
     -------
@@ -192,7 +201,8 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget),
-                                      X[i], columns, mode, planner.serving_guards, speculate)
+                                      X[i], columns, mode, planner.serving_guards, speculate,
+                                      None if cpu_seconds is None else cpu_seconds[i])
             keys[i], measured[b, i] = choice.key, choice.cost
         served[b] = keys
         for key in np.unique(keys):

@@ -394,10 +394,11 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
 
     t = time.perf_counter()
     grids = {name: serve_grid(model, held_out.X, held_out.seconds, test_sizes, y_test, budgets,
-                              mode=SERVING.get(name, "select"))
+                              mode=SERVING.get(name, "select"), cpu_seconds=held_out.cpu_seconds)
              for name, model in fitted.items()}
     cascade_pair = _cascade_pair(fitted.get(CASCADE), held_out, test_sizes, y_test, budgets)
-    loaded_grid = serve_grid(loaded, held_out.X, held_out.seconds, test_sizes, y_test, budgets)
+    loaded_grid = serve_grid(loaded, held_out.X, held_out.seconds, test_sizes, y_test, budgets,
+                             cpu_seconds=held_out.cpu_seconds)
     round_trip = bool(np.array_equal(loaded_grid.correct, grids[PRIMARY].correct)
                       and np.array_equal(loaded_grid.keys, grids[PRIMARY].keys))
     kept = dict(grids)
@@ -464,7 +465,8 @@ def _cascade_pair(clf, held_out, sizes, y, budgets):
     try:
         for mode in ("select", "cascade"):
             planner.serving_guards = None if learned is None else learned.snapshot()
-            pair[mode] = serve_grid(clf, held_out.X, held_out.seconds, sizes, y, budgets, mode=mode)
+            pair[mode] = serve_grid(clf, held_out.X, held_out.seconds, sizes, y, budgets, mode=mode,
+                                    cpu_seconds=held_out.cpu_seconds)
     finally:
         planner.serving_guards = learned
     return pair

@@ -143,3 +143,37 @@ def test_a_band_explores_a_feature_the_fits_guard_refuses_and_then_trusts_what_i
         index.select(1.0, 1.3, clock.compute, clock, serving_guards=slow)
         started.append("a" in clock.computed)
     assert sum(started) == 8 and not any(started[8:])
+
+
+class CpuJitterClock(JitterClock):
+    """:class:`JitterClock` with the computing thread's CPU clock beside it: a preemption stalls
+    the wall clock only."""
+
+    def __init__(self, durations, preempt, stall):
+        super().__init__(durations, preempt, stall)
+        self.cpu = 0.0
+
+    def compute(self, name):
+        self.cpu += self.durations[name]
+        super().compute(name)
+
+
+def test_with_the_cpu_clock_even_frequent_preemption_leaves_the_guard_to_the_features_own_cost():
+    # 40% of the calls are preempted by 0.5 s: the wall clock's upper quartile moves, the CPU
+    # clock's does not. The guard stays the feature's own (1.0-1.05); the chance to finish in 1.4 s
+    # (60%) is what the stake weighs: 0.6 * 0.85 beats the majority's 0.10, so a still starts.
+    index = one_feature(majority=0.10, accuracy=0.85)
+    rng = random.Random(3)
+    with_cpu = ServingGuards(index, window=256, min_calls=20, pool_min_calls=20, refresh=4)
+    wall_only = ServingGuards(index, window=256, min_calls=20, pool_min_calls=20, refresh=4)
+    for _ in range(300):
+        for learn, cpu in ((with_cpu, True), (wall_only, False)):
+            clock = CpuJitterClock({"a": rng.uniform(1.0, 1.05), "b": 50.0}, lambda: rng.random() < 0.4, 0.5)
+            learn_clock = (lambda c=clock: c.cpu) if cpu else None
+            index.select(1.0, 1.4, clock.compute, clock, serving_guards=learn, cpu_clock=learn_clock)
+    with_cpu.check()
+    assert with_cpu.guards(1.0)[0] <= 1.05 * TAIL_ROOM + 1e-9
+    assert wall_only.guards(1.0)[0] > 1.4  # the wall clock's quartile is a preempted call
+    assert 0.5 < with_cpu.finish_chance(0, 1.0, 1.4) < 0.7
+    clock = CpuJitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
+    assert index.select(1.0, 1.4, clock.compute, clock, serving_guards=with_cpu).features == frozenset({"a"})
