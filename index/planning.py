@@ -185,7 +185,8 @@ def plan_batch(
     >>> [sorted(plan.choices.features(i)) for i in range(2)], plan.total_cost
     ([['fast', 'slow'], ['fast']], 3.0)
     """
-    _check_solver_options(total_budget, exact, time_limit, mip_rel_gap)
+    # An int beyond float range reads as inf, as a lookup's budget does (as_real).
+    total_budget = _check_solver_options(total_budget, exact, time_limit, mip_rel_gap)[0]
     table = option_table(index, sizes, max_item_budget=max_item_budget, accuracy=accuracy)
     position, bound, optimal, solver = solve_table(table, total_budget, exact=exact, time_limit=time_limit,
                                                    mip_rel_gap=mip_rel_gap)

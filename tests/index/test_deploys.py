@@ -97,3 +97,11 @@ def test_lookup_json_is_strict_json(tmp_path, capsys):
 
     answer = json.loads(capsys.readouterr().out, parse_constant=refuse)
     assert answer["budget"] == "inf" and answer["features"] == ["a", "b"]
+
+
+def test_a_batch_budget_beyond_float_range_means_no_limit():
+    # plan_batch(sizes, 10**400) raised a raw OverflowError at float(total_budget).
+    index = polydom.build({"a": [1.0], "b": [2.0]}, lambda s: 0.5 + 0.1 * len(s), e=1.0)
+    plan = index.plan_batch([1.0, 2.0], 10**400)
+    assert plan.total_budget == float("inf")
+    assert [sorted(plan.choices[i].features) for i in range(2)] == [["a", "b"], ["a", "b"]]
