@@ -20,6 +20,14 @@ the Covering-Property keeps unreachable parts of the lattice unvisited. Layers a
 :func:`~lattice.featureset.canonical_key` order, so results never depend on set hashing (which
 varies between processes).
 
+With a black box that trains asynchronously (:class:`ExpansionCache` over one with ``submit`` and
+``collect``, as polydom's parallel builds have), a set is asked for as soon as its test is
+decided, not when its layer's turn comes: while sets are in flight the explorer reasons with
+intervals (a pending accuracy lies in the black box's ``value_bounds``), decides every test on
+which all outcomes agree, and waits only for the sets the others depend on. The explored sets,
+the pruned sets and their order are those of the layer-by-layer loop, whatever order the results
+come back in.
+
 The lattice knows nothing about costs: it sees accuracies only.
 """
 
@@ -45,47 +53,119 @@ class ExpansionCache:
     ----------
     expand : callable
         ``expand(mask) -> float``: train and score a model on exactly the features in ``mask``.
-        Whatever else the caller needs (the model) it keeps itself, keyed by mask.
+        Whatever else the caller needs (the model) it keeps itself, keyed by mask. If it also has
+        ``submit(masks)``, ``collect(block) -> [(mask, accuracy)]`` and ``cancel()`` (as
+        :class:`polydom.expansion.ModelRecorder` has), sets are trained asynchronously: the
+        explorer asks for a set as soon as it knows it is needed and goes on deciding others
+        while it trains. Its ``value_bounds``, if it has them, bound every accuracy it returns.
     expand_many : callable, optional
-        ``expand_many(masks) -> list of float``: the same for a batch, in order. The explorer
-        hands it a whole lattice layer at once, so it may train the sets in parallel.
+        ``expand_many(masks) -> list of float``: the same for a batch, in order, for a black box
+        that does not stream. The explorer hands it each group of sets it decides at once.
 
     Attributes
     ----------
     accuracy : dict[int, float]
         Every set trained so far.
+    pending : set[int]
+        Sets submitted and not yet back (always empty for a black box that does not stream).
     calls : int
-        Number of sets the black box was asked to train.
+        Number of sets the black box was asked to train (and answered).
+    value_bounds : (float, float)
+        What a pending set's accuracy may turn out to be: the streaming black box's
+        ``value_bounds``, else anything.
     """
 
     def __init__(self, expand: Callable[[int], float], expand_many: Callable[[list[int]], list[float]] | None = None):
         self._expand = expand
         self._expand_many = expand_many
+        streams = all(callable(getattr(expand, name, None)) for name in ("submit", "collect", "cancel"))
+        self._stream = expand if streams else None
+        bounds = getattr(expand, "value_bounds", None) if streams else None
+        self.value_bounds = (float(bounds[0]), float(bounds[1])) if bounds is not None else (-math.inf, math.inf)
+        if not self.value_bounds[0] <= self.value_bounds[1]:
+            raise ValueError(f"value_bounds must be (lo, hi) with lo <= hi, got {bounds!r}")
         self.accuracy: dict[int, float] = {}
+        self.pending: set[int] = set()
         self.calls = 0
+        self._arrivals: list[int] = []
 
     def __call__(self, mask: int) -> float:
         acc = self.accuracy.get(mask)
         if acc is None:
+            if mask in self.pending:
+                while mask in self.pending:
+                    self.collect()
+                return self.accuracy[mask]
             acc = self._expand(mask)
             self.calls += 1
             self.accuracy[mask] = acc
+            self._arrivals.append(mask)
         return acc
 
     def many(self, masks: list[int]) -> list[float]:
         """Accuracies of ``masks``, training the uncached ones as one batch."""
-        todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy]
-        if todo:
+        self.submit(masks)
+        while any(m in self.pending for m in masks):
+            self.collect()
+        return [self.accuracy[m] for m in masks]
+
+    def submit(self, masks: list[int]) -> None:
+        """Ask for ``masks``: a streaming black box starts them and returns; another trains them now."""
+        todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending]
+        if not todo:
+            return
+        if self._stream is None:
             if self._expand_many is None:
                 for m in todo:
                     self(m)
-            else:
-                results = list(self._expand_many(todo))
-                if len(results) != len(todo):
-                    raise RuntimeError(f"expand_many returned {len(results)} results for {len(todo)} sets")
-                self.calls += len(todo)
-                self.accuracy.update(zip(todo, results))
-        return [self.accuracy[m] for m in masks]
+                return
+            results = list(self._expand_many(todo))
+            if len(results) != len(todo):
+                raise RuntimeError(f"expand_many returned {len(results)} results for {len(todo)} sets")
+            self.calls += len(todo)
+            self.accuracy.update(zip(todo, results))
+            self._arrivals.extend(todo)
+            return
+        self.pending.update(todo)
+        try:
+            self._stream.submit(todo)
+        except BaseException:
+            # Nothing of this call is in flight any more (a limit, a deadline, a failure in this
+            # process); what it finished is kept.
+            self.pending.difference_update(todo)
+            self._absorb(self._stream.collect(block=False))
+            raise
+        self._absorb(self._stream.collect(block=False))
+
+    def collect(self) -> list[int]:
+        """Wait until at least one pending set is back; the masks that came back."""
+        if not self.pending:
+            raise RuntimeError("nothing is in flight: waiting would never end")
+        return self._absorb(self._stream.collect(block=True))
+
+    def cancel(self) -> None:
+        """Forget the pending sets (a streaming black box drops them); finished ones are kept."""
+        if self._stream is not None and self.pending:
+            self._stream.cancel()
+            self._absorb(self._stream.collect(block=False))
+        self.pending.clear()
+
+    def arrivals(self) -> list[int]:
+        """Sets that became known since the last call (each reported once)."""
+        out, self._arrivals = self._arrivals, []
+        return out
+
+    def _absorb(self, results) -> list[int]:
+        arrived = []
+        for m, acc in results:
+            if m in self.accuracy:
+                continue
+            self.accuracy[m] = acc
+            self.pending.discard(m)
+            self.calls += 1
+            arrived.append(m)
+        self._arrivals.extend(arrived)
+        return arrived
 
 
 @dataclass
@@ -125,37 +205,54 @@ class Exploration:
 
 
 class _ExpandedArrays:
-    """Expanded masks and accuracies in growable numpy arrays, for vectorised subset tests."""
+    """Expanded masks with their accuracy intervals in growable numpy arrays, for vectorised
+    subset tests. A known accuracy is the interval ``[a, a]``; a pending one the black box's
+    bounds, with ``pending`` set."""
 
     def __init__(self, capacity: int = 64):
         self.masks = np.zeros(capacity, dtype=np.int64)
-        self.acc = np.zeros(capacity, dtype=np.float64)
+        self.lo = np.zeros(capacity, dtype=np.float64)
+        self.hi = np.zeros(capacity, dtype=np.float64)
+        self.pending = np.zeros(capacity, dtype=bool)
+        self.row: dict[int, int] = {}
         self.n = 0
 
-    def add(self, mask: int, acc: float) -> None:
+    def add(self, mask: int, lo: float, hi: float, pending: bool) -> None:
         if self.n == len(self.masks):
-            self.masks = np.concatenate([self.masks, np.zeros_like(self.masks)])
-            self.acc = np.concatenate([self.acc, np.zeros_like(self.acc)])
-        self.masks[self.n] = mask
-        self.acc[self.n] = acc
+            grow = len(self.masks)
+            self.masks = np.concatenate([self.masks, np.zeros(grow, dtype=np.int64)])
+            self.lo = np.concatenate([self.lo, np.zeros(grow)])
+            self.hi = np.concatenate([self.hi, np.zeros(grow)])
+            self.pending = np.concatenate([self.pending, np.zeros(grow, dtype=bool)])
+        self.masks[self.n], self.lo[self.n], self.hi[self.n], self.pending[self.n] = mask, lo, hi, pending
+        self.row[mask] = self.n
         self.n += 1
 
-    def best_low_min_high(self, s: int) -> tuple[float, float]:
+    def resolve(self, mask: int, acc: float) -> None:
+        r = self.row[mask]
+        self.lo[r] = self.hi[r] = acc
+        self.pending[r] = False
+
+    def bounds(self, s: int) -> tuple[float, float, float, float, np.ndarray]:
+        """``(low_lo, low_hi, high_lo, high_hi, comparable)``: bounds of the best strict subset's
+        and the worst strict superset's accuracy (``-inf`` / ``inf`` when there is none)."""
         m = self.masks[: self.n]
-        a = self.acc[: self.n]
         inter = m & s
         strict = m != s
         sub = (inter == m) & strict
         sup = (inter == s) & strict
-        low = a[sub].max() if sub.any() else -math.inf
-        high = a[sup].min() if sup.any() else math.inf
-        return float(low), float(high)
+        if sub.any():
+            low_lo, low_hi = float(self.lo[: self.n][sub].max()), float(self.hi[: self.n][sub].max())
+        else:
+            low_lo = low_hi = -math.inf
+        if sup.any():
+            high_lo, high_hi = float(self.lo[: self.n][sup].min()), float(self.hi[: self.n][sup].min())
+        else:
+            high_lo = high_hi = math.inf
+        return low_lo, low_hi, high_lo, high_hi, sub | sup
 
-
-def _frontier_low_high(s: int, bottom: dict[int, float], top: dict[int, float]) -> tuple[float, float]:
-    low = max((a for m, a in bottom.items() if m & s == m and m != s), default=-math.inf)
-    high = min((a for m, a in top.items() if m & s == s and m != s), default=math.inf)
-    return low, high
+    def blockers(self, comparable: np.ndarray) -> list[int]:
+        return [int(x) for x in self.masks[: self.n][comparable & self.pending[: self.n]]]
 
 
 def explore(
@@ -194,6 +291,13 @@ def explore(
     -----
     ``{}`` and the full set are always expanded, in round 1. Each round costs one vectorised
     subset scan per tested set, negligible beside training.
+
+    With a black box that streams (an :class:`ExpansionCache` over one with ``submit`` and
+    ``collect``), a set is trained as soon as its fate is certain, not when its layer's turn
+    comes: a test that involves sets still training is decided from the black box's
+    ``value_bounds`` when every outcome in them agrees, and waits for the sets it involves
+    otherwise. The explored sets, the pruned sets and their order are those of the layer-by-layer
+    loop, whatever order the results come back in.
     """
     if sandwich not in SANDWICH_MODES:
         raise ValueError(f"sandwich must be one of {SANDWICH_MODES}, got {sandwich!r}")
@@ -204,92 +308,267 @@ def explore(
     cache = expand if isinstance(expand, ExpansionCache) else ExpansionCache(expand)
     calls_before = cache.calls
     result = Exploration(space=space, alpha=float(alpha), e=float(e), mode=sandwich)
-    acc = result.accuracy
-    arrays = _ExpandedArrays() if len(space) <= 62 else None
-    frontier_top: dict[int, float] = {}
-    frontier_bot: dict[int, float] = {}
+    if sandwich == "literal":
+        _explore_literal(space, cache, result, alpha, e, covering)
+    else:
+        try:
+            _explore_layers(space, cache, result, alpha, e, sandwich, covering)
+        except BaseException:
+            cache.cancel()  # nothing is left training for an exploration that is over
+            raise
+    result.pruned -= set(result.accuracy)
+    result.calls = cache.calls - calls_before
+    return result
 
-    def sandwiched(s: int, bottom: dict[int, float], top: dict[int, float]) -> bool:
-        if sandwich == "all":
-            if arrays is not None:
-                low, high = arrays.best_low_min_high(s)
-            else:
-                low, high = _frontier_low_high(s, acc, acc)
-        else:
-            low, high = _frontier_low_high(s, bottom, top)
-        return low > -math.inf and high < math.inf and alpha * (low - e) >= high
 
-    def record(s: int, a: float) -> None:
-        acc[s] = a
+def _sandwiches(low: float, high: float, alpha: float, e: float) -> bool:
+    """Property 3.11 on the best subset's and the worst superset's accuracy.
+
+    Monotone: never false for a larger ``low`` or a smaller ``high`` where it is true, so an
+    interval's corners bound it.
+    """
+    return low > -math.inf and high < math.inf and alpha * (low - e) >= high
+
+
+def _explore_layers(space, cache: ExpansionCache, result: Exploration, alpha, e, mode, covering) -> None:
+    """Modes ``"all"`` and ``"snapshot"``: the layer-by-layer loop, asking for each set as soon as
+    its test is decided (see :func:`explore`)."""
+    bound_lo, bound_hi = cache.value_bounds
+    order: list[int] = []  # expanded sets in the layer-by-layer loop's order
+    expanded: set[int] = set()
+    arrays = _ExpandedArrays() if mode == "all" and len(space) <= 62 else None
+    frontier_top: set[int] = set()
+    frontier_bot: set[int] = set()
+
+    def interval(m: int) -> tuple[float, float, bool]:
+        """``(lo, hi, pending)`` of an expanded set's accuracy."""
+        acc = cache.accuracy.get(m)
+        if acc is not None:
+            return acc, acc, False
+        assert m in cache.pending, f"expanded set {m} neither trained nor in flight"
+        return bound_lo, bound_hi, True
+
+    def absorb() -> list[int]:
+        arrived = cache.arrivals()
         if arrays is not None:
-            arrays.add(s, a)
+            for m in arrived:
+                if m in arrays.row:
+                    arrays.resolve(m, cache.accuracy[m])
+        return arrived
+
+    def settle(items: list[int], decide, on_decided) -> None:
+        """Decide every item; ``decide(x) -> (True | False | None, blockers)`` is retried when one
+        of its blockers (sets in flight it depends on) comes back."""
+        absorb()  # what came back since: the tests must see it (a stale interval would wait on nothing)
+        decided: set[int] = set()
+        waiting: dict[int, list[int]] = {}
+        todo = items
+        while True:
+            for x in todo:
+                verdict, blockers = decide(x)
+                if verdict is None:
+                    assert blockers and all(b in cache.pending for b in blockers), "an undecided test waits on nothing"
+                    for b in blockers:
+                        waiting.setdefault(b, []).append(x)
+                else:
+                    decided.add(x)
+                    on_decided(x, verdict)
+            on_decided(None, None)  # end of a pass: submit what it decided, together
+            if len(decided) == len(items):
+                return
+            arrived = absorb()
+            while not any(b in waiting for b in arrived):
+                cache.collect()
+                arrived = absorb()
+            todo = sorted({x for b in arrived for x in waiting.pop(b, ()) if x not in decided}, key=canonical_key)
+
+    def test(s: int, bottom: set[int], top: set[int]):
+        """Whether ``s`` is sandwiched: True, False, or None with the sets in flight it waits on."""
+        if arrays is not None:
+            low_lo, low_hi, high_lo, high_hi, comparable = arrays.bounds(s)
+        else:
+            subsets = [m for m in bottom if m & s == m and m != s]
+            supersets = [m for m in top if m & s == s and m != s]
+            lows = [interval(m) for m in subsets]
+            highs = [interval(m) for m in supersets]
+            low_lo = max((lo for lo, _, _ in lows), default=-math.inf)
+            low_hi = max((hi for _, hi, _ in lows), default=-math.inf)
+            high_lo = min((lo for lo, _, _ in highs), default=math.inf)
+            high_hi = min((hi for _, hi, _ in highs), default=math.inf)
+        # With every accuracy known the two corners coincide and this is the plain test.
+        if _sandwiches(low_lo, high_hi, alpha, e):
+            return True, ()
+        if not _sandwiches(low_hi, high_lo, alpha, e):
+            return False, ()
+        if arrays is not None:
+            return None, arrays.blockers(comparable)
+        return None, [m for m in subsets + supersets if m in cache.pending]
+
+    def fails(x: tuple, y: tuple):
+        """Whether ``alpha * (x - e) < y`` for intervals ``x``, ``y``: True, False or None."""
+        if alpha * (x[1] - e) < y[0]:
+            return True
+        if not alpha * (x[0] - e) < y[1]:
+            return False
+        return None
 
     active_top, active_bot = {space.full}, {0}
     while active_top or active_bot:
         result.rounds += 1
-        snap_top, snap_bot = dict(frontier_top), dict(frontier_bot)
+        snap_top, snap_bot = set(frontier_top), set(frontier_bot)
         next_top: set[int] = set()
         next_bot: set[int] = set()
         for direction in ("top", "bottom"):
             active = active_top if direction == "top" else active_bot
             grown = next_top if direction == "top" else next_bot
-            if sandwich == "literal":
-                # The live frontiers change while the layer is processed: strictly one at a time.
-                newly = []
-                for s in sorted(active, key=canonical_key):
-                    if s in acc:
-                        continue
-                    if sandwiched(s, frontier_bot, frontier_top):
-                        result.pruned.add(s)
-                        continue
-                    record(s, cache(s))
-                    newly.append(s)
-                    _advance_frontier(space, direction, s, acc[s], grown, frontier_bot, frontier_top)
-            else:
-                # A layer's sets all have one size, so none can sandwich another: test the whole
-                # layer first, then train it as one batch. The explored sets are those of the
-                # one-at-a-time loop; only the training may run in parallel.
-                bottom, top = (snap_bot, snap_top) if sandwich == "snapshot" else (frontier_bot, frontier_top)
-                newly = []
-                for s in sorted(active, key=canonical_key):
-                    if s in acc:
-                        continue
-                    if sandwiched(s, bottom, top):
-                        result.pruned.add(s)
-                    else:
-                        newly.append(s)
-                for s, a in zip(newly, cache.many(newly)):
-                    record(s, a)
-                    _advance_frontier(space, direction, s, a, grown, frontier_bot, frontier_top)
+            # A layer's sets all have one size, so none can sandwich another: every test reads
+            # the sets expanded in earlier layers only.
+            # Mode "all" reads every set expanded so far (vectorised unless masks outgrow int64).
+            bottom, top = (snap_bot, snap_top) if mode == "snapshot" else (expanded, expanded)
+            candidates = [s for s in sorted(active, key=canonical_key) if s not in expanded]
+            verdicts: dict[int, bool] = {}
+            wanted: list[int] = []
+
+            def on_tested(s, sandwiched):
+                if s is None:
+                    if wanted:
+                        cache.submit(sorted(wanted, key=canonical_key))
+                        wanted.clear()
+                    return
+                verdicts[s] = sandwiched
+                if not sandwiched:
+                    wanted.append(s)
+
+            settle(candidates, lambda s: test(s, bottom, top), on_tested)
+            newly = [s for s in candidates if not verdicts[s]]
+            result.pruned.update(s for s in candidates if verdicts[s])
+            for s in newly:
+                order.append(s)
+                expanded.add(s)
+                if arrays is not None:
+                    lo, hi, pending = interval(s)
+                    arrays.add(s, lo, hi, pending)
+                _advance_frontier(space, direction, s, grown, frontier_bot, frontier_top)
             if covering:
-                _apply_covering(space, direction, newly, grown, frontier_bot, frontier_top, alpha, e)
+                _settle_covering(space, direction, newly, grown, frontier_bot, frontier_top, interval, fails, settle)
         active_top, active_bot = next_top, next_bot
-    result.pruned -= set(acc)
-    result.calls = cache.calls - calls_before
-    return result
+    while any(m in cache.pending for m in order):
+        cache.collect()
+    absorb()
+    for m in order:
+        result.accuracy[m] = cache.accuracy[m]
 
 
-def _advance_frontier(space, direction, s, a, grown, frontier_bot, frontier_top) -> None:
+def _advance_frontier(space, direction, s, grown, frontier_bot, frontier_top) -> None:
     """Queue the next layer's neighbours of freshly expanded ``s`` and update the frontiers."""
     if direction == "top":
         grown.update(space.children(s))
-        frontier_top[s] = a
-        for p in space.parents(s):
-            frontier_top.pop(p, None)
+        frontier_top.add(s)
+        frontier_top.difference_update(space.parents(s))
     else:
         grown.update(space.parents(s))
-        frontier_bot[s] = a
-        for c in space.children(s):
-            frontier_bot.pop(c, None)
+        frontier_bot.add(s)
+        frontier_bot.difference_update(space.children(s))
 
 
-def _apply_covering(space, direction, newly, grown, frontier_bot, frontier_top, alpha, e) -> None:
+def _settle_covering(space, direction, newly, grown, frontier_bot, frontier_top, interval, fails, settle) -> None:
     """Drop queued neighbours of freshly expanded sets that a frontier pair sandwiches.
 
     For a bottom set ``F``: if every top-frontier superset ``F'`` of ``F`` satisfies
     ``alpha * (a(F) - e) >= a(F')``, each parent of ``F`` lying strictly inside one of those
     ``F'`` is sandwiched and is not queued. Symmetrically for top sets and their children.
+    Decided from accuracy intervals like the tests; the frontiers are those after this layer.
     """
+    covers_of = {}
+    for f in newly:
+        if direction == "bottom" and f in frontier_bot:
+            covers_of[f] = [m for m in frontier_top if m & f == f and m != f]
+        elif direction == "top" and f in frontier_top:
+            covers_of[f] = [m for m in frontier_bot if m & f == m and m != f]
+
+    def decide(f):
+        covers = covers_of.get(f)
+        if not covers:
+            return False, ()
+        af = interval(f)
+        undecided = False
+        for m in covers:
+            am = interval(m)
+            # Not covering as soon as one pair fails, as the plain loop's any() says.
+            broken = fails(af, am) if direction == "bottom" else fails(am, af)
+            if broken:
+                return False, ()
+            undecided = undecided or broken is None
+        if not undecided:
+            return True, ()
+        return None, [m for m in [f, *covers] if interval(m)[2]]
+
+    def on_decided(f, covering):
+        if f is None or not covering:
+            return
+        covers = covers_of[f]
+        neighbours = space.parents(f) if direction == "bottom" else space.children(f)
+        for p in neighbours:
+            if direction == "bottom":
+                if any(p & m == p and p != m for m in covers):
+                    grown.discard(p)
+            elif any(p & m == m and p != m for m in covers):
+                grown.discard(p)
+
+    settle(list(newly), decide, on_decided)
+
+
+def _explore_literal(space, cache: ExpansionCache, result: Exploration, alpha, e, covering) -> None:
+    """Mode ``"literal"``: Algorithm 2 as printed, the live frontiers changing while a layer is
+    processed -- strictly one set at a time (an ablation; it never trains in parallel)."""
+    acc = result.accuracy
+    frontier_top: dict[int, float] = {}
+    frontier_bot: dict[int, float] = {}
+
+    def sandwiched(s: int) -> bool:
+        low, high = _frontier_low_high(s, frontier_bot, frontier_top)
+        return _sandwiches(low, high, alpha, e)
+
+    active_top, active_bot = {space.full}, {0}
+    while active_top or active_bot:
+        result.rounds += 1
+        next_top: set[int] = set()
+        next_bot: set[int] = set()
+        for direction in ("top", "bottom"):
+            active = active_top if direction == "top" else active_bot
+            grown = next_top if direction == "top" else next_bot
+            newly = []
+            for s in sorted(active, key=canonical_key):
+                if s in acc:
+                    continue
+                if sandwiched(s):
+                    result.pruned.add(s)
+                    continue
+                acc[s] = cache(s)
+                newly.append(s)
+                if direction == "top":
+                    grown.update(space.children(s))
+                    frontier_top[s] = acc[s]
+                    for p in space.parents(s):
+                        frontier_top.pop(p, None)
+                else:
+                    grown.update(space.parents(s))
+                    frontier_bot[s] = acc[s]
+                    for c in space.children(s):
+                        frontier_bot.pop(c, None)
+            if covering:
+                _apply_covering(space, direction, newly, grown, frontier_bot, frontier_top, alpha, e)
+        active_top, active_bot = next_top, next_bot
+
+
+def _frontier_low_high(s: int, bottom: dict[int, float], top: dict[int, float]) -> tuple[float, float]:
+    low = max((a for m, a in bottom.items() if m & s == m and m != s), default=-math.inf)
+    high = min((a for m, a in top.items() if m & s == s and m != s), default=math.inf)
+    return low, high
+
+
+def _apply_covering(space, direction, newly, grown, frontier_bot, frontier_top, alpha, e) -> None:
+    """The covering step on known accuracies (the literal mode's frontier dicts)."""
     for f in newly:
         if direction == "bottom":
             if f not in frontier_bot:

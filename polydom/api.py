@@ -198,7 +198,10 @@ def build(
     )
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)
-    return spec.build(space, curves, recorder, domain=domain, **{k: v for k, v in offered.items() if k in spec.options})
+    try:
+        return spec.build(space, curves, recorder, domain=domain, **{k: v for k, v in offered.items() if k in spec.options})
+    finally:
+        recorder.close()  # nothing left in flight, the engine's threads and shipped files released
 
 
 def _open_store(cache, cache_key):

@@ -5,21 +5,39 @@ lattice's mask-based interface. It
 
 * validates every result once (a finite accuracy in ``[0, 1]`` or an :class:`~polydom.Expansion`);
 * keeps the returned models by mask;
-* trains a batch (a lattice layer) through joblib when ``n_jobs`` asks for it, in chunks large
-  enough that per-task overhead stays small; the caller's ``joblib.parallel_config`` chooses the
-  engine (loky by default, Dask or Ray when configured). Chunks come back as they complete;
+* trains sets as soon as they are asked for: :meth:`ModelRecorder.submit` hands them to the
+  engine at once and :meth:`ModelRecorder.collect` takes back what has finished, so the explorer
+  can ask for the next sets while others train (:meth:`ModelRecorder.many` is both in one call);
+* in parallel, uses the engine the caller's ``joblib.parallel_config`` chooses (loky by default,
+  threads, a Dask client; others through ``joblib.Parallel``), in chunks sized from the measured
+  time per set -- one set per task when sets are slow, more when they are quick;
+* sends the black box's large arrays to each worker once per build, not with every task: a task
+  carries the black box pickled without them (its current state, a few kilobytes), and the arrays
+  travel out of band -- a file that loky workers map read-only, data a Dask cluster holds once;
+* runs tasks through a function shipped by value, so a worker imports only what the black box
+  itself needs (not polydom);
 * consults and fills a persistent :class:`~polydom.cache.ExpansionStore`, committing each set as
-  soon as it comes back -- a chunk that finished behind a slower one is committed at once -- so
-  an interrupted or killed build loses at most the sets in flight and resumes without retraining;
+  soon as it comes back, so an interrupted or killed build loses at most the sets in flight and
+  resumes without retraining;
 * applies what it keeps in memory (models, standard errors, the black box's ``remember``) in
-  input order, so the explored sets and the index are identical whatever the
-  engine and whatever order the chunks finish in;
+  submission order, whatever order the chunks finish in;
 * refuses to train more than ``max_expansions`` sets, and stops at a ``deadline``.
 """
 
 from __future__ import annotations
 
+import builtins
+import copy
+import hashlib
+import itertools
 import math
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import types
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,14 +72,464 @@ def _expand_one(expand: Callable, features: frozenset):
         raise ExpansionError(f"expand({sorted(features)}) raised {type(exc).__name__}: {exc}") from exc
 
 
-def _train_chunk(expand: Callable, chunk: Sequence[frozenset], start: int = 0) -> tuple[int, list[Any]]:
-    """Run the black box on one chunk of sets (in a worker); ``start`` and the results in order.
+def _failure(features: frozenset, exc: BaseException, remote_traceback: str | None = None) -> BaseException:
+    """The error a build raises for a failed set: a polydom error as it is, anything else wrapped
+    in an :class:`ExpansionError` naming the set (the worker's traceback added as a note)."""
+    if isinstance(exc, PolydomError):
+        error = exc
+    else:
+        error = ExpansionError(f"expand({sorted(features)}) raised {type(exc).__name__}: {exc}")
+        error.__cause__ = exc
+    if remote_traceback and hasattr(error, "add_note"):
+        error.add_note("in the worker:\n" + remote_traceback.rstrip())
+    return error
 
-    ``start`` is the chunk's position in its batch, handed back so that chunks may return in
-    any order.
+
+# -- the worker's side ------------------------------------------------------------------------
+
+def _run_chunk(shipped, chunk, start):
+    """Run the black box on ``chunk`` in a worker; ``(start, results, failure, seconds)``.
+
+    Shipped by value (see :func:`_runner`): it imports only the standard library, so a worker running
+    a plain function never imports polydom. ``shipped`` is ``("direct", expand)`` (threads: the
+    object itself) or ``("pickled", stream, buffers, directory)``: the black box pickled with its
+    large arrays out of band, each buffer either the data (Dask resolves it) or a key naming a
+    file in ``directory`` that this process maps once and keeps for later tasks. Every task
+    unpickles a fresh copy (state as the building process had it); only the arrays are shared,
+    read-only. A failing set stops the chunk: ``failure`` is ``(index, exception, traceback)``.
     """
-    return start, [_expand_one(expand, features) for features in chunk]
+    import os
+    import pickle
+    import sys
+    import time
+    import traceback
 
+    if shipped[0] == "direct":
+        expand = shipped[1]
+    else:
+        _, stream, buffers, directory = shipped
+        if directory is not None:
+            state = sys.modules.get("_polydom_worker_buffers")
+            if state is None:  # a private registry that lives as long as the worker process
+                state = type(sys)("_polydom_worker_buffers")
+                state.directory, state.maps = None, {}
+                sys.modules["_polydom_worker_buffers"] = state
+            if state.directory != directory:
+                # Another build: its files are gone or going; let go of theirs (an array still
+                # using one keeps it mapped until it is freed).
+                state.directory, state.maps = directory, {}
+            loaded = []
+            for key in buffers:
+                view = state.maps.get(key)
+                if view is None:
+                    import mmap
+
+                    with open(os.path.join(directory, key), "rb") as f:
+                        size = os.fstat(f.fileno()).st_size
+                        view = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)) if size else memoryview(b"")
+                    state.maps[key] = view
+                loaded.append(view)
+            buffers = loaded
+        expand = pickle.loads(stream, buffers=buffers)
+    results = []
+    began = time.perf_counter()
+    for i, features in enumerate(chunk):
+        try:
+            results.append(expand(features))
+        except Exception as exc:
+            text = traceback.format_exc()
+            try:
+                pickle.dumps(exc)
+            except Exception:  # an exception that cannot travel: its type and message do
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+            return start, results, (i, exc, text), time.perf_counter() - began
+    return start, results, None, time.perf_counter() - began
+
+
+def _by_value(function):
+    """A copy of ``function`` that cloudpickle ships by value: its module is not importable.
+
+    The copy sees only builtins, so it must import what it uses inside its body.
+    """
+    copy = types.FunctionType(function.__code__, {"__builtins__": builtins, "__name__": "_polydom_worker"},
+                              function.__name__, function.__defaults__)
+    copy.__module__ = "_polydom_worker"
+    copy.__qualname__ = function.__qualname__
+    assert "_polydom_worker" not in sys.modules  # else it would be pickled by reference
+    return copy
+
+
+def _cloudpickle():
+    """cloudpickle (standalone, or the copy older joblib releases vendor), or None."""
+    try:
+        import cloudpickle
+    except ImportError:
+        try:
+            from joblib.externals import cloudpickle
+        except ImportError:
+            return None
+    return cloudpickle
+
+
+_SHIPPED_RUNNER: list = []
+
+
+def _runner():
+    """The function tasks run: ``_run_chunk`` shipped by value, or -- without cloudpickle, when
+    loky pickles by reference too -- as it is (workers then import it from polydom)."""
+    if not _SHIPPED_RUNNER:
+        _SHIPPED_RUNNER.append(_by_value(_run_chunk) if _cloudpickle() is not None else _run_chunk)
+    return _SHIPPED_RUNNER[0]
+
+
+#: Arrays of at least this many bytes travel out of band, once per build.
+OUT_OF_BAND_BYTES = 64 * 1024
+
+
+class _Shipper:
+    """The black box as tasks carry it: pickled with its large arrays out of band.
+
+    A buffer is identified by its address and length while this shipper lives (it holds the
+    buffer, so the memory cannot be reused), and checked against a sample of its bytes; a changed
+    sample gets a new key. The first time, its content is hashed and shipped: written to a file
+    in a private directory (``transport="file"``) or scattered to a Dask cluster (``"dask"``).
+
+    Attributes
+    ----------
+    data_bytes : int
+        Bytes shipped out of band (each buffer once).
+    task_bytes : int
+        Bytes of pickled black box the tasks carried, all tasks together.
+    """
+
+    def __init__(self, expand, transport: str, client=None):
+        assert transport in ("file", "dask")
+        import pickle
+
+        cloudpickle = _cloudpickle()
+        self._dumps = cloudpickle.dumps if cloudpickle is not None else pickle.dumps
+        self.expand = expand
+        self.transport = transport
+        self.client = client
+        self.directory = tempfile.mkdtemp(prefix="polydom-ship-") if transport == "file" else None
+        self._known: dict[tuple[int, int], tuple[bytes, str, object]] = {}
+        self._scattered: dict[str, object] = {}
+        self.data_bytes = 0
+        self.task_bytes = 0
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.directory, True) if self.directory else None
+
+    def snapshot(self) -> tuple:
+        """The black box as it is now, for the tasks of one submission."""
+        big = []
+
+        def out_of_band(buffer) -> bool:
+            if buffer.raw().nbytes < OUT_OF_BAND_BYTES:
+                return True  # in band: small arrays travel with the state
+            big.append(buffer)
+            return False
+
+        stream = self._dumps(self.expand, protocol=5, buffer_callback=out_of_band)
+        keys = [self._key(buffer) for buffer in big]
+        if self.transport == "file":
+            return ("pickled", stream, keys, self.directory)
+        return ("pickled", stream, [self._scattered[k] for k in keys], None)
+
+    def count(self, shipped) -> None:
+        """Account for one task carrying ``shipped``."""
+        self.task_bytes += len(shipped[1])
+
+    def _key(self, buffer) -> str:
+        import numpy as np
+
+        raw = buffer.raw()
+        octets = np.frombuffer(raw, dtype=np.uint8)
+        where = (octets.ctypes.data, octets.size)
+        step = max(1, octets.size // 16384)
+        sample = hashlib.blake2b(octets[::step].tobytes() + octets[:4096].tobytes() + octets[-4096:].tobytes(),
+                                 digest_size=16).digest()
+        known = self._known.get(where)
+        if known is not None and known[0] == sample:
+            return known[1]
+        key = hashlib.blake2b(raw, digest_size=20).hexdigest()
+        if key not in self._scattered:
+            if self.transport == "file":
+                path = os.path.join(self.directory, key)
+                with open(path + ".part", "wb") as f:
+                    f.write(raw)
+                os.replace(path + ".part", path)  # a worker never maps a half-written file
+                self._scattered[key] = path
+            else:
+                self._scattered[key] = self.client.scatter(raw.tobytes(), hash=False)
+            self.data_bytes += raw.nbytes
+        self._known[where] = (sample, key, buffer)  # holding the buffer pins its address
+        return key
+
+    def close(self) -> None:
+        self._scattered.clear()
+        self._known.clear()
+        if self._finalizer is not None:
+            self._finalizer()
+
+
+# -- engines ----------------------------------------------------------------------------------
+
+class _FuturesPool:
+    """Chunks on a ``concurrent.futures`` executor (loky's, or threads), results as they finish."""
+
+    #: Seconds of work a chunk aims at: well above the per-task cost of dispatch.
+    target = 0.02
+
+    def __init__(self, executor, workers: int, shipper: _Shipper | None, on_close: Callable[[], None],
+                 acquire: Callable[[], Any] | None = None):
+        self.executor = executor
+        self._acquire = acquire
+        self.workers = workers
+        self.shipper = shipper
+        self._on_close = on_close
+        self._futures: dict[int, Any] = {}
+        self._done: queue.Queue = queue.Queue()
+        self._tokens = itertools.count()
+
+    def snapshot(self, expand) -> tuple:
+        """The black box for the tasks of one submission (and the executor they go to)."""
+        if self._acquire is not None:
+            # joblib may have replaced its executor since (another joblib call with other
+            # settings): take the current one, as joblib.Parallel does at every call.
+            self.executor = self._acquire()
+        return ("direct", expand) if self.shipper is None else self.shipper.snapshot()
+
+    def submit(self, shipped, chunk: list, start: int) -> int:
+        token = next(self._tokens)
+        future = self.executor.submit(_runner(), shipped, chunk, start)
+        self._futures[token] = future
+        future.add_done_callback(lambda _, token=token: self._done.put(token))
+        if self.shipper is not None:
+            self.shipper.count(shipped)
+        return token
+
+    def submit_many(self, shipped, chunks: list[list], starts: list[int]) -> list[int]:
+        return [self.submit(shipped, chunk, start) for chunk, start in zip(chunks, starts)]
+
+    def wait(self, block: bool) -> list[tuple[int, Any, BaseException | None]]:
+        """``(token, outcome, error)`` of finished tasks; with ``block``, at least one if any runs."""
+        out = []
+        while not out:
+            tokens = []
+            if block:
+                while self._futures:
+                    try:  # a timeout, so that a signal is seen while waiting
+                        tokens.append(self._done.get(timeout=0.5))
+                        break
+                    except queue.Empty:
+                        continue
+            while True:
+                try:
+                    tokens.append(self._done.get_nowait())
+                except queue.Empty:
+                    break
+            for token in tokens:
+                future = self._futures.pop(token, None)
+                if future is None:  # cancelled
+                    continue
+                try:
+                    out.append((token, future.result(), None))
+                except BaseException as exc:  # the engine's own failure (a worker died)
+                    out.append((token, None, exc))
+            if not block or not self._futures:
+                break
+        return out
+
+    def cancel(self, tokens) -> None:
+        for token in tokens:
+            future = self._futures.pop(token, None)
+            if future is not None:
+                future.cancel()  # a task already running finishes; its result is dropped
+
+    def close(self) -> None:
+        self.cancel(list(self._futures))
+        if self.shipper is not None:
+            self.shipper.close()
+        self._on_close()
+
+
+class _DaskPool:
+    """Chunks as Dask futures, one ``client.map`` per submission; results fetched on the client's
+    event loop as tasks finish (``as_completed(with_results=True)``), not one round trip each."""
+
+    target = 0.05
+
+    def __init__(self, client, workers: int, shipper: _Shipper):
+        from distributed import as_completed
+
+        self.client = client
+        self.workers = workers
+        self.shipper = shipper
+        self._futures: dict[str, tuple[int, Any]] = {}  # future key -> token, future
+        self._finished = as_completed(with_results=True, raise_errors=False)
+        self._tokens = itertools.count()
+
+    def snapshot(self, expand) -> tuple:
+        return self.shipper.snapshot()
+
+    def submit_many(self, shipped, chunks: list[list], starts: list[int]) -> list[int]:
+        futures = self.client.map(_runner(), [shipped] * len(chunks), chunks, starts, pure=False)
+        tokens = []
+        for future in futures:
+            token = next(self._tokens)
+            self._futures[future.key] = (token, future)
+            tokens.append(token)
+            self.shipper.count(shipped)
+        self._finished.update(futures)
+        return tokens
+
+    def wait(self, block: bool):
+        out = []
+        while not out:
+            batch = self._finished.next_batch(block=block and bool(self._futures))
+            for future, value in batch:
+                entry = self._futures.pop(future.key, None)
+                if entry is None:  # cancelled
+                    continue
+                token = entry[0]
+                if future.status == "finished":
+                    out.append((token, value, None))
+                else:
+                    error = value if isinstance(value, BaseException) else RuntimeError(f"task {future.key}: {future.status}")
+                    out.append((token, None, error))
+            if not block or not self._futures:
+                break
+        return out
+
+    def cancel(self, tokens) -> None:
+        wanted = set(tokens)
+        futures = [f for key, (t, f) in list(self._futures.items()) if t in wanted]
+        for future in futures:
+            self._futures.pop(future.key, None)
+        if futures:
+            self.client.cancel(futures)
+
+    def close(self) -> None:
+        self.cancel([t for t, _ in self._futures.values()])
+        self.shipper.close()
+
+
+class _JoblibPool:
+    """Any other joblib engine: each wave of submissions runs as one ``joblib.Parallel`` call."""
+
+    target = 0.02
+
+    def __init__(self, n_jobs, workers: int):
+        self.n_jobs = n_jobs
+        self.workers = workers
+        self._queued: list[tuple[int, tuple]] = []
+        self._running = None
+        self._tokens = itertools.count()
+
+    def snapshot(self, expand) -> tuple:
+        return ("direct", expand)  # joblib pickles it with each task, as it always did
+
+    def submit(self, shipped, chunk: list, start: int) -> int:
+        token = next(self._tokens)
+        self._queued.append((token, (shipped, chunk, start)))
+        return token
+
+    def submit_many(self, shipped, chunks: list[list], starts: list[int]) -> list[int]:
+        return [self.submit(shipped, chunk, start) for chunk, start in zip(chunks, starts)]
+
+    def wait(self, block: bool):
+        if not block:
+            return []
+        from joblib import Parallel, delayed
+
+        while True:
+            if self._running is None:
+                if not self._queued:
+                    return []
+                batch, self._queued = self._queued, []
+                try:
+                    parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")
+                except ValueError:  # joblib < 1.4: in input order
+                    parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
+                runner = delayed(_run_chunk)
+                self._running = parallel(runner(*args[:2], (token, args[2])) for token, args in batch)
+            try:
+                (token, start), results, failure, seconds = next(self._running)
+            except StopIteration:
+                self._running = None
+                continue
+            return [(token, (start, results, failure, seconds), None)]
+
+    def cancel(self, tokens) -> None:
+        cancelled = set(tokens)
+        self._queued = [(t, a) for t, a in self._queued if t not in cancelled]
+        if self._running is not None:
+            self._running.close()  # joblib stops what is still queued
+            self._running = None
+
+    def close(self) -> None:
+        self.cancel([t for t, _ in self._queued])
+
+
+def _open_pool(n_jobs, expand):
+    """The engine ``joblib.parallel_config`` chooses, as a pool; None where it runs one set at a time.
+
+    The engine is the one a ``joblib.Parallel(n_jobs=n_jobs)`` made here would use, configured
+    as that call would configure it: for loky, the same reusable executor (same worker
+    environment, same memmapping settings), so a build and the caller's own joblib calls share
+    warm workers instead of replacing each other's.
+    """
+    import joblib
+
+    parallel = joblib.Parallel(n_jobs=n_jobs)
+    backend = getattr(parallel, "_backend", None)
+    kind = type(backend).__name__
+    if kind == "SequentialBackend":
+        return None
+    if kind == "DaskDistributedBackend" and getattr(backend, "client", None) is not None:
+        client = backend.client
+        workers = max(1, sum(client.ncores().values()))
+        return _DaskPool(client, workers, _Shipper(expand, "dask", client))
+    if kind == "ThreadingBackend":
+        workers = backend.effective_n_jobs(n_jobs)
+        if workers == 1:
+            return None
+        from concurrent.futures import ThreadPoolExecutor
+
+        executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="polydom")
+        return _FuturesPool(executor, workers, None, lambda: executor.shutdown(wait=False, cancel_futures=True))
+    if kind == "LokyBackend":
+        from joblib.parallel import FallbackToBackend
+
+        mine = copy.copy(backend)  # configured here, not the instance a parallel_config shares
+        settings = dict(getattr(parallel, "_backend_kwargs", {}))
+
+        def acquire():
+            mine.configure(n_jobs=n_jobs, parallel=parallel, **settings)
+            return mine._workers
+
+        try:
+            workers = mine.configure(n_jobs=n_jobs, parallel=parallel, **settings)
+            executor = mine._workers
+        except FallbackToBackend:
+            return None
+        except (AttributeError, TypeError):  # a joblib whose backend is built otherwise
+            workers = max(1, joblib.effective_n_jobs(n_jobs))
+            return _JoblibPool(n_jobs, workers) if workers > 1 else None
+        if workers == 1 or executor is None:
+            return None
+
+        def release():
+            try:
+                mine.terminate()
+            except Exception:  # joblib's temporary folder bookkeeping; nothing of ours
+                pass
+
+        return _FuturesPool(executor, workers, _Shipper(expand, "file"), release, acquire)
+    workers = max(1, joblib.effective_n_jobs(n_jobs))
+    return _JoblibPool(n_jobs, workers) if workers > 1 else None
+
+
+# -- the recorder -----------------------------------------------------------------------------
 
 class ModelRecorder:
     """The lattice's black box, with models kept by mask.
@@ -72,13 +540,13 @@ class ModelRecorder:
     expand : callable
         The user's black box.
     n_jobs : int or None, default None
-        ``None`` or 1 trains in this process; otherwise batches go through joblib.
+        ``None`` or 1 trains in this process; otherwise sets go through the joblib engine.
     store : ExpansionStore, optional
         Persistent cache of trained sets (accuracy and model), keyed by feature names.
     max_expansions : int, optional
         Most black-box calls this recorder may make (cache hits are free).
     deadline : float, optional
-        With ``clock``: no new batch starts once ``clock() >= deadline``.
+        With ``clock``: no new set starts once ``clock() >= deadline``.
     clock : callable, optional
     on_trained : callable, optional
         ``on_trained(calls)`` after each trained set, for progress reporting.
@@ -92,7 +560,21 @@ class ModelRecorder:
         Black-box calls made (the ``trained`` statistic).
     reused : int
         Sets served from the persistent store.
+    value_bounds : (float, float)
+        Every accuracy lies in this range (it is checked): the explorer reasons with it about
+        sets still in flight.
+    shipping : dict
+        What parallel tasks carried: ``tasks``, ``task_bytes`` (the pickled black box, all tasks)
+        and ``data_bytes`` (its large arrays, each sent once).
+
+    Notes
+    -----
+    Invariants: a set is in flight at most once; every set submitted is either in flight,
+    finished (its result ready for :meth:`collect`), or cancelled; side effects are applied in
+    submission order.
     """
+
+    value_bounds = (0.0, 1.0)
 
     def __init__(
         self,
@@ -125,6 +607,17 @@ class ModelRecorder:
         self.rescored_masks: set[int] = set()
         self.calls = 0
         self.reused = 0
+        self._ready: list[tuple[int, float]] = []  # finished, not yet collected
+        self._pool = None
+        self._pool_opened = False
+        self._flights: dict[int, tuple[list[int], list[frozenset], int]] = {}  # token -> masks, sets, first seq
+        self._in_flight: set[int] = set()
+        self._seq = 0  # submission order of trained sets
+        self._arrived: dict[int, tuple] = {}  # seq -> (mask, features, checked), waiting for earlier ones
+        self._applied = 0
+        self._per_set: float | None = None  # mean seconds per set, measured in the workers
+        self._timed = 0
+        self._tasks = 0
 
     # -- the lattice's interface ------------------------------------------------------------
 
@@ -133,42 +626,117 @@ class ModelRecorder:
 
     def many(self, masks: list[int]) -> list[float]:
         """Accuracies of ``masks`` (distinct), training the sets the store does not have."""
+        wanted = set(masks)
+        self.submit(masks)
         out: dict[int, float] = {}
+        others: list[tuple[int, float]] = []
+        while True:
+            for m, acc in self.collect(block=False):
+                (out.__setitem__(m, acc) if m in wanted else others.append((m, acc)))
+            if wanted <= out.keys():
+                break
+            for m, acc in self.collect(block=True):
+                (out.__setitem__(m, acc) if m in wanted else others.append((m, acc)))
+        self._ready = others + self._ready  # another caller's sets stay for its collect
+        return [out[m] for m in masks]
+
+    def submit(self, masks: Sequence[int]) -> None:
+        """Start training ``masks`` (those not in flight); results come back through :meth:`collect`.
+
+        Store hits are ready at once. In this process the sets are trained here and now, in order;
+        in parallel they go to the engine in chunks and this returns at once.
+        """
         todo = []
-        for m in masks:
+        remember_hit = getattr(self.expand, "remember", None)
+        for m in dict.fromkeys(masks):
+            if m in self._in_flight:
+                continue
             hit = self.store.get(self.space.sorted_names(m)) if self.store is not None else None
             if hit is None:
                 todo.append(m)
-            else:
-                if callable(getattr(self.expand, "remember", None)):
-                    self.expand.remember(self.space.frozenset(m), hit)
-                out[m] = hit.accuracy
-                if hit.model is not None:
-                    self.models[m] = hit.model
-                if hit.std_error is not None:
-                    self.std_errors[m] = hit.std_error
-                self.reused += 1
-        if todo:
-            self._check_limits(len(todo))
-            # A black box trained in worker processes learns nothing in this one; it may take
-            # the results back (its winners, fold scores) through ``remember``.
-            remember = getattr(self.expand, "remember", None) if self.n_jobs not in (None, 1) else None
-            sets = [self.space.frozenset(m) for m in todo]
-            arrived: dict[int, Any] = {}
-            applied = 0
-            for position, result in self._train(sets):
-                m = todo[position]
-                checked = check_expansion(result, sets[position])
-                if self.store is not None:  # durable now, whatever finishes after it
-                    self.store.put(self.space.sorted_names(m), checked.accuracy, checked.model, checked.std_error)
-                arrived[position] = checked
-                self.calls += 1  # progress counts sets as they come back
-                if self.on_trained is not None:
-                    self.on_trained(self.calls)
-                while applied in arrived:  # in input order, as a serial build would
-                    self._keep(todo[applied], sets[applied], arrived.pop(applied), remember, out)
-                    applied += 1
-        return [out[m] for m in masks]
+                continue
+            if callable(remember_hit):
+                remember_hit(self.space.frozenset(m), hit)
+            if hit.model is not None:
+                self.models[m] = hit.model
+            if hit.std_error is not None:
+                self.std_errors[m] = hit.std_error
+            self.reused += 1
+            self._ready.append((m, hit.accuracy))
+        if not todo:
+            return
+        self._check_limits(len(todo))
+        pool = self._engine()
+        sets = [self.space.frozenset(m) for m in todo]
+        if pool is None:
+            for i, (m, features) in enumerate(zip(todo, sets)):
+                if i:
+                    self._check_deadline()  # stop between sets; what was trained is kept
+                checked = check_expansion(_expand_one(self.expand, features), features)
+                self._commit(m, checked)
+                self._keep(m, features, checked, None)
+            return
+        # Sets trained in worker processes teach this process nothing; the black box may take
+        # the results back (its winners, fold scores) through ``remember``, in submission order.
+        shipped = pool.snapshot(self.expand)
+        size = self._chunk_size(len(todo), pool)
+        starts = list(range(0, len(todo), size))
+        tokens = pool.submit_many(shipped, [sets[i : i + size] for i in starts], starts)
+        for token, i in zip(tokens, starts):
+            chunk_masks = todo[i : i + size]
+            self._flights[token] = (chunk_masks, sets[i : i + size], self._seq)
+            self._seq += len(chunk_masks)
+            self._in_flight.update(chunk_masks)
+
+    def collect(self, block: bool = True) -> list[tuple[int, float]]:
+        """``(mask, accuracy)`` of the sets finished since the last call.
+
+        With ``block``, waits until at least one is (it is an error to wait with nothing in
+        flight). Each finished set is committed to the store as it arrives.
+        """
+        if not self._ready and block:
+            if not self._flights:
+                raise RuntimeError("collect(block=True) with no set in flight would wait forever")
+            while not self._ready and self._flights:
+                self._receive(block=True)
+        elif self._flights:
+            self._receive(block=False)
+        out, self._ready = self._ready, []
+        return out
+
+    @property
+    def in_flight(self) -> int:
+        """Sets submitted and not yet back."""
+        return len(self._in_flight)
+
+    def cancel(self) -> None:
+        """Drop every set in flight (running tasks finish; their results are ignored)."""
+        if self._pool is not None and self._flights:
+            self._pool.cancel(list(self._flights))
+        self._flights.clear()
+        self._in_flight.clear()
+        # What arrived out of order is kept all the same: it was trained and committed.
+        for seq in sorted(self._arrived):
+            m, features, checked = self._arrived.pop(seq)
+            self._apply(m, features, checked)
+        self._applied = self._seq
+
+    def close(self) -> None:
+        """Cancel what is in flight and release the engine (shipped files, threads)."""
+        self.cancel()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        self._pool_opened = False
+
+    @property
+    def shipping(self) -> dict:
+        shipper = getattr(self._pool, "shipper", None)
+        return {
+            "tasks": self._tasks,
+            "task_bytes": shipper.task_bytes if shipper is not None else 0,
+            "data_bytes": shipper.data_bytes if shipper is not None else 0,
+        }
 
     @property
     def can_rescore(self) -> bool:
@@ -188,7 +756,83 @@ class ModelRecorder:
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _keep(self, m: int, features: frozenset, checked, remember, out: dict) -> None:
+    def _engine(self):
+        """The parallel pool, opened on first use; None when sets are trained in this process."""
+        if self.n_jobs in (None, 1):
+            return None
+        if not self._pool_opened:
+            self._pool = _open_pool(self.n_jobs, self.expand)
+            self._pool_opened = True
+            if self._pool is not None:
+                weakref.finalize(self, self._pool.close)
+        return self._pool
+
+    def _chunk_size(self, n: int, pool) -> int:
+        """Sets per task: one until a time per set is measured, then enough for ``pool.target``
+        seconds of work, never so many that a submission keeps a worker idle."""
+        spread = max(1, math.ceil(n / pool.workers))
+        if self._per_set is None:
+            return 1
+        return max(1, min(spread, int(pool.target / max(self._per_set, 1e-9))))
+
+    def _receive(self, block: bool) -> None:
+        """Take back finished chunks: commit each set, apply side effects in submission order."""
+        failure = None
+        for token, outcome, error in self._pool.wait(block):
+            flight = self._flights.pop(token, None)
+            if flight is None:  # cancelled while it ran
+                continue
+            masks, sets, first = flight
+            self._tasks += 1
+            results, failed = [], None
+            if error is not None:  # the engine failed (a worker died): nothing of the chunk came back
+                failure = failure or error
+            else:
+                start, results, failed, seconds = outcome
+                assert start >= 0 and len(results) <= len(masks)
+                if results:
+                    # A running mean: the chunk size follows the black box's measured speed.
+                    self._timed += len(results)
+                    per_set = seconds / len(results)
+                    previous = per_set if self._per_set is None else self._per_set
+                    self._per_set = previous + (per_set - previous) * len(results) / self._timed
+            for offset, (m, features) in enumerate(zip(masks, sets)):
+                self._in_flight.discard(m)
+                item = None
+                if offset < len(results) and failure is None:
+                    try:
+                        checked = check_expansion(results[offset], features)
+                    except Exception as exc:
+                        failure = exc
+                    else:
+                        self._commit(m, checked)
+                        item = (m, features, checked)
+                self._arrived[first + offset] = item  # None: never ran, or failed
+            if failed is not None and failure is None:
+                index, exc, text = failed
+                failure = _failure(sets[index], exc, text)
+        while self._applied in self._arrived:  # in submission order, as a serial build would
+            item = self._arrived.pop(self._applied)
+            if item is not None:
+                self._apply(*item)
+            self._applied += 1
+        if failure is not None:
+            self.cancel()
+            raise failure
+        if self._flights and self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
+            self.cancel()
+            raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
+
+    def _commit(self, m: int, checked) -> None:
+        """Count a trained set and make it durable now, whatever finishes after it."""
+        if self.store is not None:
+            self.store.put(self.space.sorted_names(m), checked.accuracy, checked.model, checked.std_error)
+        self.calls += 1  # progress counts sets as they come back
+        self._ready.append((m, checked.accuracy))
+        if self.on_trained is not None:
+            self.on_trained(self.calls)
+
+    def _keep(self, m: int, features: frozenset, checked, remember) -> None:
         """Record one trained set in memory (its store entry is already committed)."""
         if callable(remember):
             remember(features, checked)
@@ -196,46 +840,20 @@ class ModelRecorder:
             self.models[m] = checked.model
         if checked.std_error is not None:
             self.std_errors[m] = checked.std_error
-        out[m] = checked.accuracy
+
+    def _apply(self, m: int, features: frozenset, checked) -> None:
+        """In-memory side effects of a set trained in a worker."""
+        self._keep(m, features, checked, getattr(self.expand, "remember", None))
 
     def _check_limits(self, batch: int) -> None:
-        if self.max_expansions is not None and self.calls + batch > self.max_expansions:
+        if self.max_expansions is not None and self.calls + self.in_flight + batch > self.max_expansions:
             raise ExpansionLimitError(
                 f"this build would train more than max_expansions={self.max_expansions} feature sets "
-                f"(trained so far: {self.calls}, next batch: {batch}); raise the limit, raise alpha, or "
-                f"reuse an expansion cache"
+                f"(trained so far: {self.calls}, in flight: {self.in_flight}, next batch: {batch}); raise the "
+                f"limit, raise alpha, or reuse an expansion cache"
             )
         self._check_deadline()
 
     def _check_deadline(self) -> None:
         if self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
             raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
-
-    def _train(self, sets: list[frozenset]):
-        """``(position, result)`` of the black box on each of ``sets``, as each completes.
-
-        In this process the order is the input order. In parallel, chunks are yielded in the
-        order they finish, so that a chunk done behind a slower one is committed at once.
-        """
-        if self.n_jobs in (None, 1) or len(sets) == 1:
-            for i, features in enumerate(sets):
-                if i:
-                    self._check_deadline()  # stop between sets; what was trained is kept
-                yield i, _expand_one(self.expand, features)
-            return
-        from joblib import Parallel, delayed, effective_n_jobs
-
-        workers = max(1, effective_n_jobs(self.n_jobs))
-        # About four chunks per worker: large enough to amortise dispatch, small enough to balance.
-        size = max(1, math.ceil(len(sets) / (4 * workers)))
-        starts = range(0, len(sets), size)
-        try:
-            parallel = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")
-        except ValueError:  # joblib < 1.4 (scikit-learn 1.4 asks only for 1.2): chunks in input order
-            parallel = Parallel(n_jobs=self.n_jobs, return_as="generator")
-        tasks = (delayed(_train_chunk)(self.expand, sets[i : i + size], i) for i in starts)
-        for done, (start, results) in enumerate(parallel(tasks), 1):
-            for offset, result in enumerate(results):
-                yield start + offset, result
-            if done < len(starts):
-                self._check_deadline()
