@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import copy
 import hashlib
+import io
 import itertools
 import math
 import os
@@ -207,12 +208,13 @@ class _Shipper:
         import pickle
 
         cloudpickle = _cloudpickle()
-        self._dumps = cloudpickle.dumps if cloudpickle is not None else pickle.dumps
+        self._pickler = _shipping_pickler(cloudpickle.Pickler if cloudpickle is not None else pickle.Pickler)
         self.expand = expand
         self.transport = transport
         self.client = client
         self.directory = tempfile.mkdtemp(prefix="polydom-ship-") if transport == "file" else None
         self._known: dict[tuple[int, int], tuple[bytes, str, object]] = {}
+        self._copies: dict[tuple, tuple[bytes, object, object]] = {}
         self._scattered: dict[str, object] = {}
         self.data_bytes = 0
         self.task_bytes = 0
@@ -228,7 +230,9 @@ class _Shipper:
             big.append(buffer)
             return False
 
-        stream = self._dumps(self.expand, protocol=5, buffer_callback=out_of_band)
+        target = io.BytesIO()
+        self._pickler(target, self, out_of_band).dump(self.expand)
+        stream = target.getvalue()
         keys = [self._key(buffer) for buffer in big]
         if self.transport == "file":
             return ("pickled", stream, keys, self.directory)
@@ -237,6 +241,20 @@ class _Shipper:
     def count(self, shipped) -> None:
         """Account for one task carrying ``shipped``."""
         self.task_bytes += len(shipped[1])
+
+    def contiguous(self, array):
+        """A contiguous copy of a large strided array (a column slice of a data set), made once:
+        only a contiguous array's memory can travel out of band."""
+        import numpy as np
+
+        where = (array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
+        rows = array[:: max(1, array.shape[0] // 64)] if array.ndim else array
+        sample = hashlib.blake2b(np.ascontiguousarray(rows).tobytes(), digest_size=16).digest()
+        known = self._copies.get(where)
+        if known is None or known[0] != sample:
+            known = (sample, np.ascontiguousarray(array), array)  # holding the original pins its address
+            self._copies[where] = known
+        return known[1]
 
     def _key(self, buffer) -> str:
         import numpy as np
@@ -267,8 +285,29 @@ class _Shipper:
     def close(self) -> None:
         self._scattered.clear()
         self._known.clear()
+        self._copies.clear()
         if self._finalizer is not None:
             self._finalizer()
+
+
+def _shipping_pickler(base):
+    """A pickler class (protocol 5) that sends large strided arrays as contiguous copies, so
+    that they too can travel out of band."""
+
+    class ShippingPickler(base):
+        def __init__(self, file, shipper: _Shipper, buffer_callback):
+            super().__init__(file, protocol=5, buffer_callback=buffer_callback)
+            self._shipper = shipper
+
+        def reducer_override(self, obj):
+            numpy = sys.modules.get("numpy")
+            if (numpy is not None and type(obj) is numpy.ndarray and obj.nbytes >= OUT_OF_BAND_BYTES
+                    and not (obj.flags.c_contiguous or obj.flags.f_contiguous) and not obj.dtype.hasobject):
+                return self._shipper.contiguous(obj).__reduce_ex__(5)
+            parent = getattr(super(), "reducer_override", None)
+            return parent(obj) if parent is not None else NotImplemented
+
+    return ShippingPickler
 
 
 # -- engines ----------------------------------------------------------------------------------
@@ -717,8 +756,9 @@ class ModelRecorder:
         self._in_flight.clear()
         # What arrived out of order is kept all the same: it was trained and committed.
         for seq in sorted(self._arrived):
-            m, features, checked = self._arrived.pop(seq)
-            self._apply(m, features, checked)
+            item = self._arrived.pop(seq)
+            if item is not None:  # None: a set that never ran or failed
+                self._apply(*item)
         self._applied = self._seq
 
     def close(self) -> None:

@@ -1,12 +1,14 @@
 """The bidirectional explorer against the paper's Figure 2 lattice and exhaustive checks."""
 
 import itertools
+import math
 import random
 
 import networkx as nx
 import pytest
 
 from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore, lattice_graph, naive_expand_all
+from polydom.lattice.featureset import canonical_key
 
 FIG2 = {
     "": 0.50, "1": 0.78, "2": 0.70, "3": 0.75, "4": 0.60,
@@ -160,3 +162,163 @@ def test_lattice_graph_marks_nodes():
     assert statuses[SPACE.full] == "expanded"
     assert sum(s != "pruned" for s in statuses.values()) == 14
     assert all(g.nodes[v]["size"] == g.nodes[u]["size"] + 1 for u, v in g.edges)
+
+
+# -- streaming: sets asked for as soon as they are decided -------------------------------------
+
+def _reference_explore(space, acc, alpha, e, mode, covering):
+    """The layer-by-layer loop as it was before streaming (modes "all" and "snapshot"): every
+    layer tested against the sets expanded before it, then trained as one batch."""
+    expanded, pruned, rounds = {}, set(), 0
+    top_front, bot_front = {}, {}
+
+    def sandwiched(s, bottom, top):
+        low = max((a for m, a in bottom.items() if m & s == m and m != s), default=-math.inf)
+        high = min((a for m, a in top.items() if m & s == s and m != s), default=math.inf)
+        return low > -math.inf and high < math.inf and alpha * (low - e) >= high
+
+    active = {"top": {space.full}, "bottom": {0}}
+    while active["top"] or active["bottom"]:
+        rounds += 1
+        snap_top, snap_bot = dict(top_front), dict(bot_front)
+        grown = {"top": set(), "bottom": set()}
+        for direction in ("top", "bottom"):
+            bottom, top = (snap_bot, snap_top) if mode == "snapshot" else (expanded, expanded)
+            newly = []
+            for s in sorted(active[direction], key=canonical_key):
+                if s in expanded:
+                    continue
+                (pruned.add(s) if sandwiched(s, bottom, top) else newly.append(s))
+            for s in newly:
+                expanded[s] = acc[s]
+                if direction == "top":
+                    grown["top"].update(space.children(s))
+                    top_front[s] = acc[s]
+                    for p in space.parents(s):
+                        top_front.pop(p, None)
+                else:
+                    grown["bottom"].update(space.parents(s))
+                    bot_front[s] = acc[s]
+                    for c in space.children(s):
+                        bot_front.pop(c, None)
+            for f in newly if covering else ():
+                if direction == "bottom" and f in bot_front:
+                    covers = [m for m in top_front if m & f == f and m != f]
+                    if covers and all(alpha * (acc[f] - e) >= top_front[m] for m in covers):
+                        grown["bottom"] -= {p for p in space.parents(f) if any(p & m == p and p != m for m in covers)}
+                elif direction == "top" and f in top_front:
+                    covers = [m for m in bot_front if m & f == m and m != f]
+                    if covers and all(alpha * (bot_front[m] - e) >= acc[f] for m in covers):
+                        grown["top"] -= {c for c in space.children(f) if any(c & m == m and c != m for m in covers)}
+        active = grown
+    return list(expanded.items()), pruned - set(expanded), rounds
+
+
+class _Streaming:
+    """A black box that trains asynchronously and finishes sets in a seeded random order: some
+    at once (seen by a non-blocking collect), the rest a random handful per blocking collect.
+    It records what was in flight whenever sets were asked for."""
+
+    value_bounds = (0.0, 1.0)
+
+    def __init__(self, acc, seed, fail_after=None):
+        self.acc, self.rng = acc, random.Random(seed)
+        self.in_flight, self.done = [], []
+        self.asked_while = []  # (sets asked for, sets in flight then)
+        self.collects, self.fail_after, self.cancelled = 0, fail_after, False
+
+    def __call__(self, mask):
+        return self.acc[mask]
+
+    def submit(self, masks):
+        self.asked_while.append((list(masks), list(self.in_flight)))
+        self.in_flight += masks
+        self._finish(self.rng.randint(0, len(self.in_flight) // 2))
+
+    def collect(self, block=True):
+        if block and not self.done:
+            assert self.in_flight, "a blocking collect with nothing in flight"
+            self.collects += 1
+            if self.fail_after is not None and self.collects > self.fail_after:
+                raise RuntimeError("the engine failed")
+            self._finish(self.rng.randint(1, len(self.in_flight)))
+        out, self.done = self.done, []
+        return out
+
+    def cancel(self):
+        self.cancelled = True
+        self.in_flight = []
+
+    def _finish(self, k):
+        self.rng.shuffle(self.in_flight)
+        finished, self.in_flight = self.in_flight[:k], self.in_flight[k:]
+        self.done += [(m, self.acc[m]) for m in finished]
+
+
+def _random_lattice(rng, n):
+    acc = {m: rng.choice([rng.random(), round(rng.random(), 1), 0.0, 1.0]) for m in range(1 << n)}
+    if rng.random() < 0.5:  # nearly monotone, where sandwiches are common
+        for m in sorted(acc, key=int.bit_count):
+            acc[m] = max([acc[m]] + [acc[m & ~(1 << i)] for i in range(n) if m >> i & 1])
+    return acc
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_streaming_exploration_is_the_layer_by_layer_loop(seed):
+    """Whatever order results come back in, the explored sets (and their order), the pruned sets
+    and the rounds are those of the layer-by-layer loop -- and so are a plain black box's."""
+    rng = random.Random(seed)
+    n = rng.randint(1, 8)
+    acc = _random_lattice(rng, n)
+    space = FeatureSpace([f"x{i}" for i in range(n)])
+    mode = rng.choice(["all", "snapshot"])
+    alpha, e = rng.choice([1.0, 1.05, 1.2]), rng.choice([0.0, 0.02, 0.1, 1.0])
+    covering = rng.random() < 0.8
+    expected = _reference_explore(space, acc, alpha, e, mode, covering)
+    for black_box in (acc.__getitem__, ExpansionCache(_Streaming(acc, seed))):
+        result = explore(space, black_box, alpha=alpha, e=e, sandwich=mode, covering=covering)
+        assert (list(result.accuracy.items()), result.pruned, result.rounds) == expected
+        assert result.calls == len(expected[0])
+    assert not black_box.pending
+
+
+def test_a_set_is_asked_for_while_its_layer_neighbours_still_train():
+    # e=1 prunes nothing: the layer-by-layer loop would ask for a layer only when the one before
+    # it is back, so nothing would be in flight whenever it asks. Streaming asks for a set of the
+    # next layer as soon as its own test is decided.
+    n = 6
+    rng = random.Random(1)
+    acc = {m: 0.3 + 0.6 * rng.random() for m in range(1 << n)}
+    space = FeatureSpace([f"x{i}" for i in range(n)])
+    stream = _Streaming(acc, 3)
+    result = explore(space, ExpansionCache(stream), alpha=1.0, e=1.0)
+    assert len(result.accuracy) == 1 << n
+    overlapping = [(asked, flying) for asked, flying in stream.asked_while
+                   if any(a.bit_count() != f.bit_count() for a in asked for f in flying)]
+    assert overlapping, "every set was asked for with no set of another layer in flight"
+    # A child asked for while one of its parents was still training (top direction).
+    assert any(a & f == a and a != f for asked, flying in overlapping for a in asked for f in flying)
+
+
+def test_a_failed_exploration_leaves_nothing_in_flight():
+    n = 5
+    acc = {m: 0.5 + 0.01 * m.bit_count() for m in range(1 << n)}
+    stream = _Streaming(acc, 0, fail_after=2)
+    cache = ExpansionCache(stream)
+    with pytest.raises(RuntimeError, match="the engine failed"):
+        explore(FeatureSpace([f"x{i}" for i in range(n)]), cache, alpha=1.0, e=1.0)
+    assert stream.cancelled and not cache.pending and not stream.in_flight
+
+
+def test_expansion_cache_streams_and_refuses_to_wait_on_nothing():
+    acc = {m: m / 16 for m in range(16)}
+    cache = ExpansionCache(_Streaming(acc, 0))
+    with pytest.raises(RuntimeError, match="nothing is in flight"):
+        cache.collect()
+    cache.submit([3, 5, 3])
+    assert cache.pending | set(cache.accuracy) == {3, 5}
+    assert cache.many([5, 7]) == [5 / 16, 7 / 16]
+    assert cache(3) == 3 / 16 and not cache.pending and cache.calls == 3
+    assert sorted(cache.arrivals()) == [3, 5, 7] and cache.arrivals() == []
+    with pytest.raises(ValueError, match="value_bounds"):
+        ExpansionCache(type("Odd", (_Streaming,), {"value_bounds": (1.0, 0.0)})(acc, 0))
