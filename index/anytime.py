@@ -24,7 +24,7 @@ With a clock that matches the predicted costs and guards of 1 this serves exactl
 :meth:`lookup` returns.
 
 *What is at stake* (guarded walks). The guard bounds the feature's own risk: it is the
-feature's cost at the guard quantile (0.95 by default), so a start the guard allows finishes in
+feature's cost at the guard quantile (0.9 by default), so a start the guard allows finishes in
 time but for that quantile's complement of the calls. The walk also weighs what the start is worth: a late answer
 counts as wrong, so starting the next feature of the target pays only when the chance ``p`` that
 it finishes in the time left (the target's other features reserved at their predicted costs)
@@ -35,7 +35,7 @@ feature preempted in 6% of its calls does not reach. ``p`` is the share of the f
 calls that would have fitted (:meth:`~polydom.index.servingguards.ServingGuards.finish_chance`,
 preempted calls included) where serving has learned one, else the fit's guard read as the guard
 quantile of a log-normal law with median 1. A refused target is not tried again in that walk.
-The late share the rule accepts is therefore the guard quantile's complement per start (5% by
+The late share the rule accepts is therefore the guard quantile's complement per start (10% by
 default, :data:`DEFAULT_GUARD_QUANTILE`); the stake only ever refuses more.
 
 *Exploring.* A guard that refuses a feature also keeps serving from measuring it, so a fit's guard
@@ -75,7 +75,7 @@ from polydom.lattice import bits_of
 #: The share of measured calls a guarded start covers -- one minus the late share a start may
 #: risk: the classifier's guards are taken at it (:mod:`polydom.calibration`), and a walk reads an
 #: index's guards as it when the index states none. ``docs/start-rule.md`` has the evidence.
-DEFAULT_GUARD_QUANTILE = 0.95
+DEFAULT_GUARD_QUANTILE = 0.9
 
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 

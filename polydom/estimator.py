@@ -119,7 +119,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         Raise each curve by the overhead a request pays on top of the timing pass's primed CPU
         time (cold caches, wall clock), measured on the training extraction
         (:mod:`polydom.calibration`).
-    cost_guard : float in [0.5, 1] or None, default 0.95
+    cost_guard : float in [0.5, 1] or None, default 0.9
         The late-share tolerance, as ``1 - cost_guard``: anytime serving starts a feature only
         if the time used plus its predicted cost times this quantile of measured / predicted
         (over the training extraction, at the item's size) fits the budget, and only if the
@@ -244,7 +244,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
                  tolerance=0.0, scores="bounded", cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.0,
                  cascade_price=None, cascade_relative_price=None, cascade_mean_cost=None, cascade_saving=None, cascade_per_class=False, extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
-                 calibrate_costs=True, cost_guard=0.95, learn_guards=True, speculate=False, backend="polydom",
+                 calibrate_costs=True, cost_guard=0.9, learn_guards=True, speculate=False, backend="polydom",
                  lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
                  warm_start=False, n_jobs=None, random_state=None, progress=None):
         self.features = features
