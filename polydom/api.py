@@ -200,6 +200,9 @@ def build(
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)
     try:
         return spec.build(space, curves, recorder, domain=domain, **{k: v for k, v in offered.items() if k in spec.options})
+    except KeyboardInterrupt:
+        recorder.abort()  # Ctrl-C stops the workers' sets too, wherever it landed
+        raise
     finally:
         recorder.close()  # nothing left in flight, the engine's threads and shipped files released
 

@@ -313,7 +313,14 @@ def _shipping_pickler(base):
 # -- engines ----------------------------------------------------------------------------------
 
 class _FuturesPool:
-    """Chunks on a ``concurrent.futures`` executor (loky's, or threads), results as they finish."""
+    """Chunks on a ``concurrent.futures`` executor (loky's, or threads), results as they finish.
+
+    At most ``2 * workers`` tasks are handed to the executor at a time (joblib's pre-dispatch);
+    the rest wait here and are handed over as tasks finish. So a cancelled task that never
+    started is simply dropped here -- loky's futures are never cancelled (its shutdown fails on a
+    cancelled future it has not yet dropped, and leaves its workers running) -- and at most
+    ``2 * workers`` tasks run on after a cancellation.
+    """
 
     #: Seconds of work a chunk aims at: well above the per-task cost of dispatch.
     target = 0.02
@@ -325,7 +332,8 @@ class _FuturesPool:
         self.workers = workers
         self.shipper = shipper
         self._on_close = on_close
-        self._futures: dict[int, Any] = {}
+        self._futures: dict[int, Any] = {}  # handed to the executor
+        self._backlog: dict[int, tuple] = {}  # waiting here, in submission order
         self._done: queue.Queue = queue.Queue()
         self._tokens = itertools.count()
 
@@ -339,15 +347,23 @@ class _FuturesPool:
 
     def submit(self, shipped, chunk: list, start: int) -> int:
         token = next(self._tokens)
-        future = self.executor.submit(_runner(), shipped, chunk, start)
-        self._futures[token] = future
-        future.add_done_callback(lambda _, token=token: self._done.put(token))
+        self._backlog[token] = (shipped, chunk, start)
         if self.shipper is not None:
             self.shipper.count(shipped)
+        self._dispatch()
         return token
 
     def submit_many(self, shipped, chunks: list[list], starts: list[int]) -> list[int]:
         return [self.submit(shipped, chunk, start) for chunk, start in zip(chunks, starts)]
+
+    def _dispatch(self) -> None:
+        """Hand waiting tasks to the executor while fewer than ``2 * workers`` are there."""
+        while self._backlog and len(self._futures) < 2 * self.workers:
+            token = next(iter(self._backlog))
+            shipped, chunk, start = self._backlog.pop(token)
+            future = self.executor.submit(_runner(), shipped, chunk, start)
+            self._futures[token] = future
+            future.add_done_callback(lambda _, token=token: self._done.put(token))
 
     def wait(self, block: bool) -> list[tuple[int, Any, BaseException | None]]:
         """``(token, outcome, error)`` of finished tasks; with ``block``, at least one if any runs."""
@@ -368,32 +384,47 @@ class _FuturesPool:
                     break
             for token in tokens:
                 future = self._futures.pop(token, None)
-                if future is None:  # cancelled
+                if future is None:  # cancelled while it ran
                     continue
                 try:
                     out.append((token, future.result(), None))
                 except BaseException as exc:  # the engine's own failure (a worker died)
                     out.append((token, None, exc))
+            self._dispatch()
             if not block or not self._futures:
                 break
         return out
 
     def cancel(self, tokens) -> None:
         for token in tokens:
-            future = self._futures.pop(token, None)
-            if future is not None:
-                future.cancel()  # a task already running finishes; its result is dropped
+            self._backlog.pop(token, None)  # never started
+            self._futures.pop(token, None)  # running or queued in the executor: finishes, ignored
+
+    def abort(self) -> None:
+        """Drop everything, running tasks included: loky's workers are stopped (joblib starts
+        new ones at its next call); threads cannot be, their results are ignored."""
+        self._backlog.clear()
+        self._futures.clear()
+        terminate = getattr(self.executor, "terminate", None)
+        if callable(terminate):
+            terminate(kill_workers=True)
+        else:
+            self.executor.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
-        self.cancel(list(self._futures))
+        self.cancel(list(self._backlog) + list(self._futures))
         if self.shipper is not None:
             self.shipper.close()
         self._on_close()
 
 
 class _DaskPool:
-    """Chunks as Dask futures, one ``client.map`` per submission; results fetched on the client's
-    event loop as tasks finish (``as_completed(with_results=True)``), not one round trip each."""
+    """Chunks as Dask futures, one ``client.map`` per submission; the finished ones fetched together.
+
+    Results are fetched straight from the workers when they are reachable (the client says so, or
+    the scheduler runs on this machine): one hop instead of two through the scheduler, on the path
+    between a result and the sets that wait for it.
+    """
 
     target = 0.05
 
@@ -404,8 +435,13 @@ class _DaskPool:
         self.workers = workers
         self.shipper = shipper
         self._futures: dict[str, tuple[int, Any]] = {}  # future key -> token, future
-        self._finished = as_completed(with_results=True, raise_errors=False)
+        self._finished = as_completed()
         self._tokens = itertools.count()
+        direct = getattr(client, "direct_to_workers", None)
+        if direct is None:
+            address = str(getattr(getattr(client, "scheduler", None), "address", ""))
+            direct = address.startswith("inproc") or any(h in address for h in ("127.0.0.1", "localhost", "[::1]"))
+        self.direct = bool(direct)
 
     def snapshot(self, expand) -> tuple:
         return self.shipper.snapshot()
@@ -424,17 +460,18 @@ class _DaskPool:
     def wait(self, block: bool):
         out = []
         while not out:
-            batch = self._finished.next_batch(block=block and bool(self._futures))
-            for future, value in batch:
+            finished = []
+            for future in self._finished.next_batch(block=block and bool(self._futures)):
                 entry = self._futures.pop(future.key, None)
                 if entry is None:  # cancelled
                     continue
-                token = entry[0]
                 if future.status == "finished":
-                    out.append((token, value, None))
+                    finished.append((entry[0], future))
                 else:
-                    error = value if isinstance(value, BaseException) else RuntimeError(f"task {future.key}: {future.status}")
-                    out.append((token, None, error))
+                    out.append((entry[0], None, future.exception()))
+            if finished:
+                values = self.client.gather([f for _, f in finished], direct=self.direct)
+                out += [(token, value, None) for (token, _), value in zip(finished, values)]
             if not block or not self._futures:
                 break
         return out
@@ -446,6 +483,9 @@ class _DaskPool:
             self._futures.pop(future.key, None)
         if futures:
             self.client.cancel(futures)
+
+    def abort(self) -> None:
+        self.cancel([t for t, _ in self._futures.values()])  # the scheduler releases running ones too
 
     def close(self) -> None:
         self.cancel([t for t, _ in self._futures.values()])
@@ -504,6 +544,9 @@ class _JoblibPool:
         if self._running is not None:
             self._running.close()  # joblib stops what is still queued
             self._running = None
+
+    def abort(self) -> None:
+        self.cancel([t for t, _ in self._queued])
 
     def close(self) -> None:
         self.cancel([t for t, _ in self._queued])
@@ -669,13 +712,16 @@ class ModelRecorder:
         self.submit(masks)
         out: dict[int, float] = {}
         others: list[tuple[int, float]] = []
+        block = False
         while True:
-            for m, acc in self.collect(block=False):
-                (out.__setitem__(m, acc) if m in wanted else others.append((m, acc)))
+            for m, acc in self.collect(block=block):
+                if m in wanted:
+                    out[m] = acc
+                else:
+                    others.append((m, acc))
             if wanted <= out.keys():
                 break
-            for m, acc in self.collect(block=True):
-                (out.__setitem__(m, acc) if m in wanted else others.append((m, acc)))
+            block = True
         self._ready = others + self._ready  # another caller's sets stay for its collect
         return [out[m] for m in masks]
 
@@ -761,6 +807,13 @@ class ModelRecorder:
                 self._apply(*item)
         self._applied = self._seq
 
+    def abort(self) -> None:
+        """Ctrl-C: stop the workers too (as joblib does), not only what has not started, and
+        release the engine; a later submission opens it afresh."""
+        if self._pool is not None:
+            self._pool.abort()
+        self.close()
+
     def close(self) -> None:
         """Cancel what is in flight and release the engine (shipped files, threads)."""
         self.cancel()
@@ -818,7 +871,12 @@ class ModelRecorder:
     def _receive(self, block: bool) -> None:
         """Take back finished chunks: commit each set, apply side effects in submission order."""
         failure = None
-        for token, outcome, error in self._pool.wait(block):
+        try:
+            arrivals = self._pool.wait(block)
+        except KeyboardInterrupt:
+            self.abort()
+            raise
+        for token, outcome, error in arrivals:
             flight = self._flights.pop(token, None)
             if flight is None:  # cancelled while it ran
                 continue
