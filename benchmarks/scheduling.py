@@ -71,8 +71,6 @@ def _fingerprint(index) -> tuple:
 
 def _measure(engine: str, workers: int, args, reference) -> list[dict]:
     """Build and flat map, ``args.repeats`` times each, on one started engine."""
-    import joblib
-
     import polydom
 
     names = [f"f{i}" for i in range(args.features)]

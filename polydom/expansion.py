@@ -12,8 +12,9 @@ lattice's mask-based interface. It
   threads, a Dask client; others through ``joblib.Parallel``), in chunks sized from the measured
   time per set -- one set per task when sets are slow, more when they are quick;
 * sends the black box's large arrays to each worker once per build, not with every task: a task
-  carries the black box pickled without them (its current state, a few kilobytes), and the arrays
-  travel out of band -- a file that loky workers map read-only, data a Dask cluster holds once;
+  carries the black box pickled without them (its current state: parameters, small arrays), and
+  the arrays travel out of band -- a file that loky workers map read-only, data a Dask cluster
+  holds once;
 * runs tasks through a function shipped by value, so a worker imports only what the black box
   itself needs (not polydom);
 * consults and fills a persistent :class:`~polydom.cache.ExpansionStore`, committing each set as
