@@ -264,13 +264,13 @@ def soak(args) -> dict:
             except StoreError as exc:  # the live path had no complete index (a swap under way)
                 refresh["mid-swap"] += 1
                 refresh_errors[type(exc).__name__] += 1
-                if len(refresh_samples) < 3:
-                    refresh_samples.append(repr(exc)[:300])
+                if len(refresh_samples) < 3:  # the report names no machine path: <work> for the soak's
+                    refresh_samples.append(repr(exc).replace(str(work), "<work>")[:300])
             except Exception as exc:  # noqa: BLE001 -- counted as an exception
                 refresh_errors[f"other {type(exc).__name__}"] += 1
                 refresh["other errors"] += 1
                 if len(refresh_samples) < 3:
-                    refresh_samples.append(repr(exc)[:300])
+                    refresh_samples.append(repr(exc).replace(str(work), "<work>")[:300])
         rss["end"] = rss_mb()
     finally:
         stop.set()

@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     lines = [
         "# polydom — parallel scheduling against the ideal\n",
         f"Python {platform.python_version()}, joblib {joblib.__version__}, {os.cpu_count()} CPUs "
-        f"(load average at start {os.getloadavg()[0]:.1f}), polydom from `{Path(polydom.__file__).parent.parent}`"
+        f"(load average at start {os.getloadavg()[0]:.1f}), polydom {getattr(polydom, '__version__', '')}"
         f"{f' ({args.label})' if args.label else ''}.",
         f"A black box that sleeps {args.sleep * 1000:.0f} ms per set, {args.features} features, `e=1` "
         f"(every set trained){f', {args.payload_mb:g} MB array in the black box' if args.payload_mb else ''}; "
