@@ -98,7 +98,8 @@ def main(argv=None) -> int:
                       file=sys.stderr, flush=True)
                 warm = clf._reusable
                 if name not in results:
-                    grid = serve_grid(clf, held.X, held.seconds, test_sizes, labels[test], DEFAULT_BUDGETS)
+                    grid = serve_grid(clf, held.X, held.seconds, test_sizes, labels[test], DEFAULT_BUDGETS,
+                                     cpu_seconds=held.cpu_seconds)
                     results[name] = (grid, clf.fit_stats_)
 
     reference = "paper's SGD alone"

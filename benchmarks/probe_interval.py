@@ -72,7 +72,8 @@ def main(argv=None) -> int:
             if clf.planner_.serving_guards is None:
                 sys.exit(f"probe_interval: {path}'s index learns no guards")
             clf.planner_.serving_guards.forget_after = value
-            on_time = serve_grid(clf, matrix.X, matrix.seconds, sizes, y, where.budgets).on_time()
+            on_time = serve_grid(clf, matrix.X, matrix.seconds, sizes, y, where.budgets,
+                                 cpu_seconds=matrix.cpu_seconds).on_time()
             per_cell = np.array(list(cells.violations(on_time, sizes).values()))
             gap = "–" if reference is None else stats.overall_difference(on_time.correct, reference, pictures).text(signed=True)
             reference = on_time.correct if reference is None else reference

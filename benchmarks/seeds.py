@@ -62,8 +62,10 @@ def load_runs(paths):
     return runs
 
 
-#: The grids ``--scores`` adds to each run: the primary ranked each way.
-SCORE_GRIDS = {"measured": "PolyDom α=1, measured scores", "monotone": "PolyDom α=1, monotone scores"}
+#: The grids ``--scores`` adds to each run: the primary ranked each way (``bounded``: the
+#: classifier's default, which replays the run's own answers).
+SCORE_GRIDS = {"measured": "PolyDom α=1, measured scores", "monotone": "PolyDom α=1, monotone scores",
+               "bounded": "PolyDom α=1, bounded scores"}
 
 
 def add_score_grids(paths, runs):
@@ -84,7 +86,8 @@ def add_score_grids(paths, runs):
         budgets = grids[next(iter(grids))].budgets
         for scores, name in SCORE_GRIDS.items():
             print(f"seeds: serving {path} ranked by {scores} scores", file=sys.stderr)
-            grids[name] = serve_grid(with_scores(clf, scores), matrix.X, matrix.seconds, sizes, y, budgets)
+            grids[name] = serve_grid(with_scores(clf, scores), matrix.X, matrix.seconds, sizes, y, budgets,
+                                     cpu_seconds=matrix.cpu_seconds)
 
 
 def score_section(runs, rivals) -> list[str]:

@@ -59,9 +59,9 @@ def main(argv=None) -> int:
     learning = polydom.CostSensitiveClassifier.load(index_dir)
     if learning.planner_.serving_guards is None:
         sys.exit("serving_guards: this index learns no guards (fitted without guards or with learn_guards=False)")
-    grids = {"fit only": serve_grid(fixed, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS)}
-    grids["learning"] = serve_grid(learning, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS)
-    grids["learned"] = serve_grid(learning, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS)
+    grids = {"fit only": serve_grid(fixed, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS, cpu_seconds=matrix.cpu_seconds)}
+    grids["learning"] = serve_grid(learning, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS, cpu_seconds=matrix.cpu_seconds)
+    grids["learned"] = serve_grid(learning, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS, cpu_seconds=matrix.cpu_seconds)
 
     rows = []
     for name, grid in grids.items():

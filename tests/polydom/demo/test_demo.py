@@ -270,14 +270,14 @@ def test_another_seed_draws_other_pictures_and_runs_pool_cell_by_cell(demo_out, 
     for heading in ("## Against the other backends", "## Anytime serving, on time", "## Confidence cascade",
                     "## Monotone against measured scores"):
         assert heading in pooled
-    # Served again on the run's recorded times, ranked as it was fitted (monotone), the primary
-    # answers item by item as the run did.
+    # Served again on the run's recorded times (wall and CPU), ranked as it was fitted (bounded),
+    # the primary answers item by item as the run did.
     # (The run this test made: other tests may re-cost the shared run's index.)
     runs = seeds["load_runs"]([str(other)])
     seeds["add_score_grids"]([str(other)], runs)
     grids = runs[0][0]
-    assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].keys, grids[settings.PRIMARY].keys)
-    assert np.array_equal(grids[seeds["SCORE_GRIDS"]["monotone"]].correct, grids[settings.PRIMARY].correct)
+    assert np.array_equal(grids[seeds["SCORE_GRIDS"]["bounded"]].keys, grids[settings.PRIMARY].keys)
+    assert np.array_equal(grids[seeds["SCORE_GRIDS"]["bounded"]].correct, grids[settings.PRIMARY].correct)
 
     # The probe-interval replay: one row per value, the reference's gap a dash, bad values refused.
     probe = runpy.run_path(str(repo_root / "benchmarks" / "probe_interval.py"))
