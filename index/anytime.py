@@ -44,9 +44,7 @@ guards, a band has no learned guard of its own for the feature yet, its predicte
 and the stake pays on the fit's guard, the walk starts it anyway and records the call
 (``("explore", name)``): at most ``min_calls`` such starts per feature and size band
 (:meth:`~polydom.index.servingguards.ServingGuards.wants_sample`), after which the band's own guard
-decides. On a quiet Fashion-MNIST run the fit's guards refused the thumbnail at 0.2 ms at 56x56
-and 112x112 px for good and served the majority class in 64% of the answers there, where forward
-selection answered 0.67 on time with the same feature.
+decides (``docs/start-rule.md`` has the evidence).
 
 *Trying past the guard* (``speculate=True``). At the tightest budgets the guard refuses a
 feature that usually fits (at 0.2 ms on the demo's 28x28 digits, the thumbnail's median call

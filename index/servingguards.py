@@ -10,8 +10,7 @@ predicted of the last ``window`` calls, the ``quantile`` those ratios' middle ha
 whatever the machine did meanwhile. Another process taking the core for a few milliseconds
 lands on any call, however cheap: a 0.2 ms feature's ratio becomes 15 or 25. The raw 0.99
 quantile of such a window is a preempted call, and the walk then served the majority class at
-every budget that feature fitted (a digits fit served on recorded held-out times with 3-5 ms added
-to 6% of the calls: 0.14-0.19 on time at 0.5-2 ms against 0.35-0.77 with the fit's guards alone).
+every budget that feature fitted (``docs/start-rule.md``).
 Where the caller measures the computing thread's CPU time (serving does), the guard comes from
 the CPU / predicted ratios -- the feature's own work, which preemption and time slicing do not
 touch -- and the wall clock enters only through the chance to finish. Either way the guard comes
