@@ -58,6 +58,9 @@ from polydom.featurizers import validate_image
 from polydom.featurizers.datasets import load_digits_images
 from polydom.index.store import StoreError
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
+from revision import source_of  # noqa: E402
+
 #: Each build's features, and whether its classes are strings.
 VARIANTS = {
     "base": (["thumbnail", "intensity_hist"], False),
@@ -306,25 +309,15 @@ def soak(args) -> dict:
 # ------------------------------------------------------------------------------ report
 
 
-#: The folders of polydom's library (what the soak runs), for the report's source line.
-LIBRARY = ("polydom", "index", "greedy", "lattice", "featurizers")
 
 
 def source_commit() -> str:
     """The commit of the polydom source imported, and its library files that differ from it."""
-    where = Path(polydom.__file__).resolve().parent
-
-    def git(*command):
-        return subprocess.run(["git", *command], cwd=where, capture_output=True, text=True, timeout=10).stdout.rstrip()
-
-    try:
-        commit, top = git("rev-parse", "--short", "HEAD"), git("rev-parse", "--show-toplevel")
-        changed = git("status", "--porcelain", "--", *(os.path.join(top, d) for d in LIBRARY)).splitlines()
-    except (OSError, subprocess.SubprocessError):
+    found = source_of(polydom)
+    if found is None:
         return "unknown (not a git checkout)"
-    if not commit:
-        return "unknown (not a git checkout)"
-    changed = [line[3:] for line in changed if line[3:].endswith(".py")]
+    commit, files = found
+    changed = [f for f in files if f.endswith(".py")]
     return commit + (f" with uncommitted changes in {', '.join(changed)}" if changed else "")
 
 

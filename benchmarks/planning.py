@@ -66,6 +66,9 @@ import scipy
 import polydom
 from polydom.index.planning import option_table, solve
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
+from revision import source_of  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.4)
 #: Budgets at which the integer program is also timed (it takes seconds to minutes each).
@@ -802,10 +805,6 @@ def run_real(args, figures: tuple[Path, Path]) -> list[str]:
     return goals(sweep, predicted, held_rows, args.accuracy_items) + [""] + lines
 
 
-#: The folders that make up the installed ``polydom`` package (see pyproject.toml).
-LIBRARY = ("polydom", "index", "lattice", "greedy", "featurizers")
-
-
 def library_commit() -> str:
     """The commit of the polydom source imported ("" when it is not a git checkout)."""
     try:
@@ -818,21 +817,10 @@ def library_commit() -> str:
 def source_state() -> str:
     """The commit of the polydom source imported (not necessarily this script's checkout), and
     which of its library files differ from that commit -- the numbers are for that source."""
-    where = Path(polydom.__file__).resolve().parent
-
-    def git(*command):
-        # Only trailing whitespace: porcelain lines start with a status column that may be a space.
-        return subprocess.run(["git", *command], cwd=where, capture_output=True, text=True,
-                              timeout=10).stdout.rstrip()
-
-    try:
-        commit, top = git("rev-parse", "--short", "HEAD"), git("rev-parse", "--show-toplevel")
-        changed = git("status", "--porcelain", "--", *(os.path.join(top, d) for d in LIBRARY)).splitlines()
-    except (OSError, subprocess.SubprocessError):
+    found = source_of(polydom)
+    if found is None:
         return "unknown (not a git checkout)"
-    if not commit:
-        return "unknown (not a git checkout)"
-    files = [line[3:] for line in changed]
+    commit, files = found
     return f"`{commit}`" + (f", with uncommitted changes to {', '.join(files)}" if files else ", unmodified")
 
 

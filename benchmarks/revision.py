@@ -4,9 +4,13 @@ against it in one process (``--against REV``)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import tempfile
 from pathlib import Path
+
+#: The folders of polydom's library, whose changes a benchmark's source line reports.
+LIBRARY = ("polydom", "index", "lattice", "greedy", "featurizers")
 
 
 def short_name(revision: str) -> str:
@@ -26,3 +30,24 @@ def module_at(revision: str, path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def source_of(package) -> tuple[str, list[str]] | None:
+    """``(short commit, library files that differ from it)`` of the checkout ``package`` (an
+    imported module) was loaded from -- not necessarily the running script's -- or None when it
+    is not a git checkout. The numbers a benchmark prints are for that source."""
+    where = Path(package.__file__).resolve().parent
+
+    def git(*command):
+        # Only trailing whitespace: porcelain lines start with a status column that may be a space.
+        return subprocess.run(["git", *command], cwd=where, capture_output=True, text=True,
+                              timeout=10).stdout.rstrip()
+
+    try:
+        commit, top = git("rev-parse", "--short", "HEAD"), git("rev-parse", "--show-toplevel")
+        changed = git("status", "--porcelain", "--", *(os.path.join(top, d) for d in LIBRARY)).splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if not commit:
+        return None
+    return commit, [line[3:] for line in changed]

@@ -75,6 +75,9 @@ from polydom.lattice import bits_of
 #: index's guards as it when the index states none. ``docs/start-rule.md`` has the evidence.
 DEFAULT_GUARD_QUANTILE = 0.9
 
+#: The standard normal law, built once (a walk reads it at every stake).
+_NORMAL = NormalDist()
+
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 
 
@@ -207,7 +210,7 @@ def serve_anytime(
     served = 0  # the best fully computed trained set so far
     values: dict[int, object] = {}
     refused: set[int] = set()  # targets whose next feature the stake rule would not start
-    stake = _Stake(index, guards, serving_guards if guarded else None, size) if guarded else None
+    stake = _Stake(index, guards, serving_guards, size) if guarded else None
     while True:
         order = index.chains.get(target) or bits_of(target)
         pending = [i for i in order if not computed >> i & 1]
@@ -294,7 +297,7 @@ class _Stake:
         self.learned = learned
         self.size = size
         quantile = float((getattr(index, "params", None) or {}).get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
-        self.z = NormalDist().inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
+        self.z = _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
 
     def chance(self, feature: int, ratio: float) -> float:
         """The chance that ``feature`` takes at most ``ratio`` times its predicted cost."""
@@ -307,7 +310,7 @@ class _Stake:
             return 0.0
         if guard <= 1.0:
             return 1.0 if ratio >= 1.0 else 0.0
-        return NormalDist().cdf(math.log(ratio) * self.z / math.log(guard))
+        return _NORMAL.cdf(math.log(ratio) * self.z / math.log(guard))
 
     def pays(self, feature: int, pending, cost, remaining: float, target: int, served: int) -> bool:
         """Whether starting ``feature`` (the first of ``pending``, the target's uncomputed features)

@@ -46,6 +46,8 @@ import math
 
 import numpy as np
 
+# DEFAULT_GUARD_QUANTILE: the share of training calls a guarded start covers, one constant with the walk.
+from polydom.index.anytime import DEFAULT_GUARD_QUANTILE
 from polydom.index.costcurve import CostCurve
 from polydom.index.fitting import evaluate_cost_curve
 
@@ -57,8 +59,6 @@ GUARD_CALLS_PER_SIZE = 50
 #: Serving-like calls a size needs before their median places its guard (else the median over all).
 SAMPLE_CALLS_PER_SIZE = 8
 
-# The share of training calls a guarded start covers: one constant with the walk that reads it.
-from polydom.index.anytime import DEFAULT_GUARD_QUANTILE  # noqa: E402
 #: Training images computed again one by one after a parallel extraction (:func:`calibrate_fits`).
 CALIBRATION_IMAGES = 160
 
