@@ -985,7 +985,9 @@ def run(args, cache, log, features, sides, budgets) -> dict:
         train_images, y_train, g_train, features, sides, cv=3, cost_quantile=args.cost_quantile,
         cache_dir=cache, n_jobs=args.n_jobs, seed=args.seed)
     fs = clf.fit_stats_
-    models[REFERENCE] = f"{fs['trained']} sets trained, {fs['reused']} from cache ({fs['expanded']} used)"
+    models[REFERENCE] = (f"{fs['trained']} sets trained, {fs['reused']} from cache ({fs['expanded']} used)"
+                         if not fs.get("partly_trained") else
+                         f"{fs['trained']} sets screened, {fs['fully_trained']} trained fully, {fs['reused']} from cache")
     log(f"fitted PolyDom in {fit_seconds[REFERENCE]:.0f} s: {models[REFERENCE]}")
     costs = Costs(tuple(clf.feature_names_), dict(clf.cost_curves_))
 

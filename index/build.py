@@ -15,7 +15,8 @@ from .costcurve import CostCurve
 from .ranking import check_scores, rank_scores
 from .skyline import PolyDomIndex
 
-__all__ = ["build_polydom", "explore_with_tolerance", "index_from_expanded", "train_prefix_chains"]
+__all__ = ["build_polydom", "explore_with_tolerance", "finish_candidates", "index_from_expanded", "train_prefix_chains",
+           "SCREEN_Z"]
 
 
 def index_from_expanded(
@@ -83,11 +84,49 @@ def _rescore_finalists(index, index_of, trained: dict, recorder):
         index = index_of(trained)
 
 
-def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, unit_costs) -> dict:
+#: How many standard errors above its screening score a screened set may still lie.
+SCREEN_Z = 1.0
+
+
+def finish_candidates(index_of, screened: dict, recorder) -> dict:
+    """Train fully the screened sets that could be served; the finished sets with their scores.
+
+    Every explored set has a *screening* score (a cheap whole draw, models trained on half the
+    items) and a standard error. A set is finished -- scored on the full folds and refitted --
+    when it is a candidate of the index built from the finished sets' scores and, for every other
+    set, an upper bound: its screening score plus the largest gain a finished set showed from
+    screening to full training (the learning curve's rise from half the items to the folds'
+    share) plus :data:`SCREEN_Z` standard errors, at most 1. Those scores are compared as they
+    are (the ``"measured"`` ranking): a set whose bound only ties a cheaper finished set's score
+    is not finished, whatever order the index's own ranking puts ties in. Finished sets can push others off
+    the skyline and bounds can let others on; every round finishes sets not finished before, so
+    the loop ends. A set never finished could not reach the skyline by its bound: it is dominated
+    by a finished set at least as cheap at every size (DAUB's stopping rule on the skyline).
+
+    Returns
+    -------
+    dict of int to float
+        The finished sets (every candidate of the last round among them).
+    """
+    finished = {m: a for m, a in screened.items() if m in recorder.finished_masks}
+    errors = dict(getattr(recorder, "std_errors", {}))
+    while True:
+        gain = max([finished[m] - screened[m] for m in finished if m in screened] + [0.0])
+        bound = {m: min(1.0, a + gain + SCREEN_Z * errors.get(m, 0.0)) for m, a in screened.items() if m not in finished}
+        index = index_of({**bound, **finished}, mode="measured")
+        todo = sorted(m for m in index.candidates if m not in finished)
+        if not todo:
+            return finished
+        finished.update(recorder.finish(todo))
+
+
+def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, unit_costs, finish=None) -> dict:
     """Give every servable set a chain of trained prefixes (see :mod:`polydom.index.anytime`).
 
     ``index_of(trained)`` builds the index over the trained sets; prefixes are trained through
-    ``lattice_cache`` (so an expansion cache serves them too) and added to ``trained`` in place.
+    ``lattice_cache`` (so an expansion cache serves them too) and added to ``trained`` in place;
+    with ``finish`` (a screening black box's :func:`finish_candidates` step) they are then
+    trained fully, since anytime serving answers with their models.
     A new prefix can itself become servable; it then inherits its chain's order. The loop ends
     because every round trains only sets it has not seen and there are finitely many.
 
@@ -109,6 +148,8 @@ def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, 
         need = sorted({p for m in missing for p in chain_prefixes(chains[m]) if p not in trained})
         if need:
             trained.update(zip(need, lattice_cache.many(need)))
+            if finish is not None:  # a screened prefix has no model: it is served, so finish it
+                trained.update(finish(need))
 
 
 def build_polydom(
@@ -170,31 +211,46 @@ def build_polydom(
 
     fitted: dict = {}  # the last ranking and what it was ranked from
 
-    def index_of(trained, chains=None):
+    def index_of(trained, chains=None, mode=None):
         std_error = {m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in trained}
-        # Ranked afresh whenever the trained sets or their scores change (rescored finalists,
-        # prefixes), so the index always ranks by the fit of everything measured so far; the
-        # final index over the same sets reuses the last fit.
-        if fitted.get("from") != (trained, std_error):
-            fitted.update({"from": (dict(trained), std_error), "ranking": rank_scores(trained, std_error, scores)})
-        ranked, measured, fit_stats = fitted["ranking"]
-        stats.update(fit_stats)
+        if mode is not None:  # a ranking of its own, for a decision; nothing cached or reported
+            ranked, measured, _ = rank_scores(trained, std_error, mode)
+        else:
+            # Ranked afresh whenever the trained sets or their scores change (rescored finalists,
+            # prefixes), so the index always ranks by the fit of everything measured so far; the
+            # final index over the same sets reuses the last fit.
+            if fitted.get("from") != (trained, std_error):
+                fitted.update({"from": (dict(trained), std_error), "ranking": rank_scores(trained, std_error, scores)})
+            ranked, measured, fit_stats = fitted["ranking"]
+            stats.update(fit_stats)
         return PolyDomIndex.from_trained(
             space, curves, ranked, domain=domain, candidate_alpha=candidate_alpha,
             validate=validate, models={m: recorder.models[m] for m in trained if m in recorder.models},
             stats=stats, params=params, chains=chains, std_error=std_error, measured=measured,
         )
 
+    finishing = getattr(recorder, "can_finish", False)
+    if finishing:
+        screened = len(trained)
+        trained = finish_candidates(index_of, trained, recorder)
+        stats["screened"] = screened
     index = index_of(trained)
     if getattr(recorder, "can_rescore", False):
         index = _rescore_finalists(index, index_of, trained, recorder)
         stats["rescored"] = len(recorder.rescored_masks)
     if prefix_chains:
+        before_chains = len(trained)
         size = _reference_size(domain, index.bounds) if reference_size is None else float(reference_size)
-        chains = train_prefix_chains(index_of, trained, lattice_cache, [c(size) for c in curves])
-        stats.update(chain_sets=len(trained) - len(exploration.accuracy), reference_size=size)
+        chains = train_prefix_chains(index_of, trained, lattice_cache, [c(size) for c in curves],
+                                     finish=recorder.finish if finishing else None)
+        stats.update(chain_sets=len(trained) - before_chains, reference_size=size)
         stats["trained"] = recorder.calls - trained_before
         index = index_of(trained, chains)
     index.exploration = exploration
+    # With a screening black box the index holds the sets trained fully; the others explored
+    # were screened only (partly trained).
+    partly = len(set(lattice_cache.accuracy) - set(trained)) if finishing else 0
+    index.stats.update(fully_trained=len(trained), partly_trained=partly,
+                       not_trained=2 ** len(space) - len(trained) - partly)
     index.stats["build_seconds"] = time.perf_counter() - started
     return index

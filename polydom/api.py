@@ -147,7 +147,8 @@ def build(
     max_expansions : int, optional
         Raise :class:`~polydom.ExpansionLimitError` instead of training more sets than this.
     progress : callable, optional
-        ``progress(trained)`` after each trained set.
+        ``progress(trained)`` after each trained set; if it has ``progress.finished(count)``,
+        that is called as a screening black box's sets are trained fully.
     **backend_options
         Options of one backend. PolyDom's: ``prefix_chains`` (bool, default True: train the
         prefixes anytime serving falls back to), ``reference_size`` (where chains compare feature
@@ -197,7 +198,8 @@ def build(
         measured_range=measured_range, extrapolate=extrapolate, **backend_options,
     )
     store = _open_store(cache, cache_key)
-    recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress)
+    recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress,
+                             on_finished=getattr(progress, "finished", None))
     try:
         return spec.build(space, curves, recorder, domain=domain, **{k: v for k, v in offered.items() if k in spec.options})
     except KeyboardInterrupt:

@@ -13,6 +13,15 @@ grows with the learners that are close, not with the length of the list. Each se
 with a standard error (the corrected resampled-t variance of Nadeau and Bengio, which accounts for
 the overlap of cross-validation training sets), so the index can tell real differences from noise.
 
+*Screening* (``screen_splits``, what the classifier's PolyDom builds use): a set is first scored
+on a cheap whole draw -- a 2-fold split, every item scored once by a model trained on half the
+items -- with every learner, and the best of them wins the set; nothing is refitted. Only the sets
+the index could serve are then *finished* (:meth:`FeatureSetLearner.finish`): the winner scored on
+the full folds and refitted on every row. This is DAUB's allocation (train on a part of the data,
+stop a candidate whose upper bound cannot reach the best) applied to the cost-accuracy skyline:
+:func:`polydom.index.build.build_polydom` finishes a set only while its bound could put it on
+the skyline.
+
 A build fits a learner thousands of times; one that warns (a ``ConvergenceWarning``) would print
 the same lines for every fit. Fits run under a :class:`WarningTally`, which counts the warnings
 by category and message instead, and the build reports them once (:class:`LearnerWarning`).
@@ -70,6 +79,13 @@ class FeatureSetLearner:
     rescore_splits : list of (train, test) index arrays, optional
         More folds for :meth:`rescore` (the finalists' second opinion), e.g. further repeats
         from :func:`make_splits`. Without them :meth:`rescore` returns the cached results.
+    screen_splits : list of (train, test) index arrays, optional
+        A cheap draw (e.g. :func:`make_splits` with ``cv=2``) to *screen* sets on: a call then
+        returns the screening score, standard error and no model, and :meth:`finish` trains
+        the sets that need it on ``splits``. None: every call trains fully.
+    finish_jobs : int, optional
+        Parallel fits within :meth:`finish` (joblib), whose sets come in batches from the
+        building process rather than from the lattice's workers.
 
     Attributes
     ----------
@@ -81,6 +97,10 @@ class FeatureSetLearner:
         The winner's score on every fold.
     fits : int
         Sets trained (cache misses), the empty set included.
+    screens : bool
+        Whether calls screen (``screen_splits`` given).
+    finished : set of frozenset
+        Sets trained on the full folds (every set, without screening).
     race : dict
         ``started`` (learner-set pairs scored on the first fold), ``dropped`` (pairs stopped
         there as clearly worse), ``contested`` and ``wins`` (sets decided among several learners,
@@ -101,6 +121,8 @@ class FeatureSetLearner:
         scoring="accuracy",
         n_jobs: int | None = None,
         rescore_splits: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+        screen_splits: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
+        finish_jobs: int | None = None,
     ):
         from sklearn.metrics import check_scoring
 
@@ -120,6 +142,9 @@ class FeatureSetLearner:
         self.race = {"started": 0, "dropped": 0, "contested": 0, "wins": {}, "retired": []}
         self.rescore_splits = list(rescore_splits)
         self.rescored: set[frozenset] = set()
+        self.screen_splits = None if screen_splits is None else list(screen_splits)
+        self.finish_jobs = finish_jobs
+        self.finished: set[frozenset] = set()
         self._oof: dict = {}  # set (or set and folds) -> (proba, classes, the fold models behind them)
         self.warnings = WarningTally()
         self._set_warnings: dict[frozenset, list] = {}
@@ -153,7 +178,7 @@ class FeatureSetLearner:
         state = self.__dict__.copy()
         race = dict(self.race)
         race["wins"], race["retired"] = dict(race["wins"]), list(race["retired"])
-        state.update(cache={}, chosen={}, fold_scores={}, _oof={}, rescored=set(), race=race,
+        state.update(cache={}, chosen={}, fold_scores={}, _oof={}, rescored=set(), finished=set(), race=race,
                      warnings=WarningTally(), _set_warnings={})
         return state
 
@@ -169,15 +194,51 @@ class FeatureSetLearner:
         self.warnings.add(info.get("warnings", ()))
         if "learner" in info:
             self.chosen[features] = info["learner"]
-            self.fold_scores[features] = np.asarray(info["folds"], dtype=float)
+            if info.get("stage") != "screened":
+                self.fold_scores[features] = np.asarray(info["folds"], dtype=float)
+                self.finished.add(features)
             if features and info.get("contested"):
                 self.race["contested"] += 1
                 self.race["wins"][info["learner"]] = self.race["wins"].get(info["learner"], 0) + 1
                 self._retire_losers()
 
+    @property
+    def screens(self) -> bool:
+        """Whether a call screens a set rather than training it fully."""
+        return self.screen_splits is not None
+
     def _known(self, features: frozenset) -> bool:
-        """Whether the winner and fold scores of a cached set are known here."""
+        """Whether the winner and full fold scores of a cached set are known here."""
         return features in self.chosen and (not features or features in self.fold_scores)
+
+    def finish(self, sets: Sequence[Iterable[str]]) -> list[Expansion]:
+        """Train screened sets fully: their winning learner on the full folds, refitted on every row.
+
+        A set not screened in this process (trained by a worker, read from an expansion cache)
+        is screened here first, for its winner. Finished sets are returned as they are.
+        """
+        sets = [frozenset(s) for s in sets]
+        todo = [s for s in dict.fromkeys(sets) if s not in self.finished]
+        unknown = [s for s in todo if s not in self.chosen]
+        if unknown:
+            self._screen(unknown)
+        if todo:
+            sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
+            chosen = {s: self._learner(s) for s in todo}
+            tasks = [(s, chosen[s], tr, te) for s in todo for tr, te in self.splits]
+            tasks += [(s, chosen[s], None, None) for s in todo]
+            done = iter(self._run(tasks, sliced, n_jobs=self.finish_jobs))
+            scores = {s: np.array([next(done) for _ in self.splits]) for s in todo}
+            for s in todo:
+                model = next(done)
+                info = {"learner": self.chosen[s], "folds": scores[s].tolist(), "stage": "finished",
+                        "warnings": self._set_warnings.pop(s, [])}
+                self.cache[s] = Expansion(float(scores[s].mean()), model,
+                                          standard_error(scores[s], self._test_fraction, self._n_items), info)
+                self.fold_scores[s] = scores[s]
+                self.finished.add(s)
+            self.fits += len(todo)
+        return [self.cache[s] for s in sets]
 
     def rescore(self, sets: Sequence[Iterable[str]]) -> list[Expansion]:
         """Score sets again on :attr:`rescore_splits` with the learner each already won with.
@@ -259,7 +320,12 @@ class FeatureSetLearner:
         unknown = [s for s in dict.fromkeys(sets) if not self._known(s)]
         if unknown:
             kept = {s: self.cache.pop(s) for s in unknown if s in self.cache}
-            self._train(unknown)
+            if self.screens:
+                self.finished.difference_update(unknown)
+                self.chosen = {s: name for s, name in self.chosen.items() if s not in unknown}
+                self.finish(unknown)
+            else:
+                self._train(unknown)
             for s, result in kept.items():
                 self.cache[s] = result
 
@@ -323,15 +389,17 @@ class FeatureSetLearner:
             model.fit(Xs[train], self.y[train])
             return float(self._scorer(model, Xs[test], self.y[test])), caught
 
-    def _run(self, tasks: list[tuple], sliced: dict) -> list:
+    def _run(self, tasks: list[tuple], sliced: dict, n_jobs: int | None = None) -> list:
         """``tasks`` of ``(set, estimator, train, test)`` through :meth:`_fit_one`, in order; the
-        warnings of each fit are counted for this learner and for its set."""
-        if self.n_jobs in (None, 1) or len(tasks) < 2:
+        warnings of each fit are counted for this learner and for its set. ``n_jobs``: instead
+        of :attr:`n_jobs`."""
+        n_jobs = self.n_jobs if n_jobs is None else n_jobs
+        if n_jobs in (None, 1) or len(tasks) < 2:
             done = [self._fit_one(est, sliced[s], tr, te) for s, est, tr, te in tasks]
         else:
             from joblib import Parallel, delayed
 
-            done = Parallel(n_jobs=self.n_jobs)(delayed(self._fit_one)(est, sliced[s], tr, te) for s, est, tr, te in tasks)
+            done = Parallel(n_jobs=n_jobs)(delayed(self._fit_one)(est, sliced[s], tr, te) for s, est, tr, te in tasks)
         for (s, *_), (_, caught) in zip(tasks, done):
             if caught:
                 counts = [(category, message, 1) for category, message in caught]
@@ -339,7 +407,43 @@ class FeatureSetLearner:
                 self._set_warnings.setdefault(s, []).extend(counts)
         return [value for value, _ in done]
 
+    def _screen(self, todo: list[frozenset]) -> None:
+        """Score every learner on the whole screening draw; the best wins the set (no refit)."""
+        sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
+        entrants = [(s, name, est) for s in todo for name, est in self._candidates(s)]
+        tasks = [(s, est, tr, te) for s, _, est in entrants for tr, te in self.screen_splits]
+        done = iter(self._run(tasks, sliced))
+        scores = {(s, name): np.array([next(done) for _ in self.screen_splits]) for s, name, _ in entrants}
+        n_items = int(sum(len(te) for _, te in self.screen_splits))
+        for s in todo:
+            ranked = [(float(scores[(s, name)].mean()), -i, name) for i, (t, name, _) in enumerate(entrants) if t == s]
+            mean, _, name = max(ranked)
+            self._check_score(s, mean)
+            contested = bool(s) and len(ranked) > 1
+            if contested:
+                self.race["started"] += len(ranked)
+                self.race["contested"] += 1
+                self.race["wins"][name] = self.race["wins"].get(name, 0) + 1
+            folds = scores[(s, name)]
+            info = {"learner": name, "folds": folds.tolist(), "contested": contested, "stage": "screened",
+                    "warnings": self._set_warnings.pop(s, [])}
+            # Each item is scored once on a whole draw: the floor is the binomial error on all of them.
+            self.cache[s] = Expansion(mean, None, standard_error(folds, 0.5, n_items), info)
+            self.chosen[s] = name
+        self._retire_losers()
+        self.fits += len(todo)
+
+    def _check_score(self, s: frozenset, mean: float) -> None:
+        if not (math.isfinite(mean) and 0.0 <= mean <= 1.0):
+            raise ScoringError(
+                f"scoring={self.scoring!r} gave {mean!r} for features {sorted(s)}; polydom maximises "
+                f"a score in [0, 1] -- use accuracy, balanced_accuracy, f1_macro or similar"
+            )
+
     def _train(self, todo: list[frozenset]) -> None:
+        if self.screens:
+            self._screen(todo)
+            return
         sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
         first, rest = self.splits[0], self.splits[1:]
         entrants = [(s, name, est) for s in todo for name, est in self._candidates(s)]
@@ -372,11 +476,7 @@ class FeatureSetLearner:
             if contested[s]:
                 self.race["contested"] += 1
                 self.race["wins"][name] = self.race["wins"].get(name, 0) + 1
-            if not (math.isfinite(mean) and 0.0 <= mean <= 1.0):
-                raise ScoringError(
-                    f"scoring={self.scoring!r} gave {mean!r} for features {sorted(s)}; polydom maximises "
-                    f"a score in [0, 1] -- use accuracy, balanced_accuracy, f1_macro or similar"
-                )
+            self._check_score(s, mean)
             winners[s] = (mean, name, est)
         self._retire_losers()
         # The winner of each set, refitted on every row, is the model a lookup returns.
@@ -391,6 +491,7 @@ class FeatureSetLearner:
             self.cache[s] = Expansion(mean, model, standard_error(folds, self._test_fraction, self._n_items), info)
             self.chosen[s] = name
             self.fold_scores[s] = folds
+            self.finished.add(s)
         self.fits += len(todo)
 
     def __repr__(self) -> str:

@@ -51,7 +51,8 @@ from polydom.index.anytime import DEFAULT_GUARD_QUANTILE
 from polydom.index.costcurve import CostCurve
 from polydom.index.fitting import evaluate_cost_curve
 
-__all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "GUARD_CALLS_PER_SIZE", "calibrate_fit", "guard_table", "calibrate_fits", "carry_calibration"]
+__all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "GUARD_CALLS_PER_SIZE", "calibrate_fit", "guard_table", "calibrate_fits", "carry_calibration",
+           "serving_sample"]
 
 #: Calls a size needs before it gets a guard of its own (a 98th percentile of fewer is noise).
 GUARD_CALLS_PER_SIZE = 50
@@ -179,8 +180,27 @@ def carry_calibration(old, new):
                                overhead=overhead, guard=old.guard, guard_by_size=old.guard_by_size)
 
 
+def serving_sample(images, features, sizes, count: int = CALIBRATION_IMAGES, random_state=None):
+    """``count`` training images, spread over the sizes, computed again one after another.
+
+    Returns ``(matrix, sizes)``: their :class:`~polydom.extraction.FeatureMatrix` and item sizes.
+    What a parallel extraction's calls cannot tell -- the time of a request on a machine whose
+    caches no other worker shares -- these calls do (see :func:`calibrate_fits`).
+    """
+    from polydom.extraction import extract_features
+
+    sizes = np.asarray(sizes)
+    rng = np.random.default_rng(random_state)
+    # Spread over the sizes: every size's share, at random within it.
+    order = np.lexsort((rng.random(len(sizes)), sizes))
+    chosen = np.sort(order[np.linspace(0, len(order) - 1, min(count, len(order))).astype(int)])
+    # Shuffled, so that a feature's call does not always follow an image of the same size.
+    chosen = rng.permutation(chosen)
+    return extract_features([images[i] for i in chosen], features, n_jobs=None, progress=False), sizes[chosen]
+
+
 def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: bool, quantile=DEFAULT_GUARD_QUANTILE,
-                   count: int = CALIBRATION_IMAGES, random_state=None) -> dict:
+                   count: int = CALIBRATION_IMAGES, random_state=None, sample=None) -> dict:
     """Every fit calibrated on serving-like calls of the training images.
 
     When ``matrix`` (the training extraction) was computed one image after another, its calls
@@ -206,24 +226,20 @@ def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: boo
     count : int
     random_state : int, optional
         Which images are computed again.
+    sample : (FeatureMatrix, sizes), optional
+        Calls already computed one after another (:func:`serving_sample`) to calibrate on,
+        instead of computing a sample here; ``matrix`` still gives the guards' spread.
 
     Returns
     -------
     dict of str to CostFit
     """
-    from polydom.extraction import extract_features
-
     quantile = None if quantile is None else float(quantile)
     every, every_sizes = matrix, np.asarray(sizes)
-    if parallel:
-        rng = np.random.default_rng(random_state)
-        # Spread over the sizes: every size's share, at random within it.
-        order = np.lexsort((rng.random(len(sizes)), sizes))
-        chosen = np.sort(order[np.linspace(0, len(order) - 1, min(count, len(order))).astype(int)])
-        # Shuffled, so that a feature's call does not always follow an image of the same size.
-        chosen = rng.permutation(chosen)
-        matrix = extract_features([images[i] for i in chosen], features, n_jobs=None)
-        sizes = every_sizes[chosen]
+    if sample is not None:
+        matrix, sizes = sample
+    elif parallel:
+        matrix, sizes = serving_sample(images, features, every_sizes, count, random_state)
     # Both matrices list the features in the same order (the sample is extracted with ``features``).
     column = {name: j for j, name in enumerate(matrix.names)}
     cpu = matrix.cpu_seconds

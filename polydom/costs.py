@@ -25,8 +25,21 @@ from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_
 
 __all__ = [
     "CostFit", "CostMeasurementWarning", "default_timing_sides", "choose_timing_images", "measure_feature_costs",
-    "format_expression", "warn_if_contended",
+    "format_expression", "warn_if_contended", "bin_sizes", "missing_sides", "costs_from_extraction", "TimingPlan",
+    "SIZE_BINS", "MIN_TIMED_SIZES", "MAX_SIDE_GAP", "TIMING_SHARE",
 ]
+
+#: Most size bins the samples are grouped into; each bin's quantile is one target of a curve.
+SIZE_BINS = 12
+
+#: Distinct sizes a curve should rest on: fewer among the training items are timed at resized copies.
+MIN_TIMED_SIZES = 5
+
+#: Largest ratio of sides between neighbouring sample sizes before a side in between is timed.
+MAX_SIDE_GAP = 2.0
+
+#: Default cap on the timing pass: this share of the training extraction's compute time.
+TIMING_SHARE = 0.25
 
 
 def format_expression(curve: CostCurve, variable: str = "n") -> str:
@@ -93,8 +106,9 @@ class CostFit:
         return float(np.min(self.sizes)), float(np.max(self.sizes))
 
     def targets(self) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct measured sizes and the quantile of the times at each."""
-        return quantile_per_size(self.sizes, self.seconds, self.quantile, items=self.items)
+        """The distinct measured sizes (binned, :func:`bin_sizes`, where the calls have many) and
+        the quantile of the times at each."""
+        return quantile_per_size(bin_sizes(self.sizes), self.seconds, self.quantile, items=self.items)
 
     def samples(self) -> CostSamples:
         """The timed calls as :class:`featurizers.CostSamples` (``cpu_wall_ratio``, ``repeat_spread``,
@@ -305,4 +319,233 @@ def measure_feature_costs(
         fits[feature.name] = CostFit(feature.name, CostCurve(coefficients), samples.sizes, samples.seconds,
                                      quantile, samples.items, samples.wall_seconds, tuple(map(float, domain)),
                                      samples.cold_seconds)
+    return fits
+
+
+def bin_sizes(sizes, bins: int = SIZE_BINS) -> np.ndarray:
+    """Each size replaced by the median size of its bin, so that a quantile per size has calls to
+    take it from.
+
+    Sizes with at most ``bins`` distinct values are returned as they are (a timing pass's
+    squares). Otherwise ``[min, max]`` is cut into ``bins`` bins of equal width in ``log n``
+    and every size becomes the median of the sizes in its bin: the fit then follows the
+    quantile of each bin's calls at a size that bin really has.
+
+    Examples
+    --------
+    >>> bin_sizes([100, 100, 400]).tolist()
+    [100.0, 100.0, 400.0]
+    >>> bin_sizes([100, 110, 400, 420], bins=2).tolist()
+    [105.0, 105.0, 410.0, 410.0]
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    if len(np.unique(sizes)) <= bins:
+        return sizes.copy()
+    logs = np.log(np.maximum(sizes, 1.0))
+    edges = np.linspace(logs.min(), logs.max(), bins + 1)[1:-1]
+    which = np.searchsorted(edges, logs, side="right")
+    out = np.empty_like(sizes)
+    for b in np.unique(which):
+        at = which == b
+        out[at] = np.median(sizes[at])
+    return out
+
+
+def missing_sides(sizes, *, degree: int = 2, count: int = MIN_TIMED_SIZES, max_gap: float = MAX_SIDE_GAP) -> tuple[int, ...]:
+    """Square sides, between the smallest and the largest item, that the items' sizes lack.
+
+    A curve needs ``degree + 1`` distinct sizes and is better placed on ``count``; and between two
+    neighbouring sizes more than ``max_gap`` apart in side it only guesses. The sides returned
+    are spread geometrically over the items' range, away from sizes the items have, and never
+    beyond the largest item (a resized copy larger than every image tells nothing the data has).
+
+    Examples
+    --------
+    >>> missing_sides([28 ** 2, 56 ** 2, 112 ** 2])
+    (37, 85)
+    >>> missing_sides([100 ** 2, 1000 ** 2], count=2)
+    (147, 215, 359, 599)
+    >>> missing_sides([n * n for n in range(20, 40)])
+    ()
+    """
+    sides = np.unique(np.sqrt(bin_sizes(sizes)))
+    lo, hi = float(sides[0]), float(sides[-1])
+    if hi < lo * 1.05:
+        return ()
+    present = [float(x) for x in sides]
+    wanted: list[int] = []
+
+    def far(side: float) -> bool:
+        return all(abs(math.log(side / p)) > math.log(1.15) for p in present)
+
+    for side in np.geomspace(lo, hi, max(count, degree + 1) + 1)[1:-1]:
+        if len(present) >= max(count, degree + 1):
+            break
+        if far(side):
+            present.append(float(side))
+            wanted.append(int(round(side)))
+    present.sort()
+    for a, b in zip(present[:-1], present[1:]):
+        if b / a > max_gap:
+            steps = math.ceil(math.log(b / a) / math.log(max_gap))
+            for side in np.geomspace(a, b, steps + 1)[1:-1]:
+                if far(side):
+                    wanted.append(int(round(side)))
+    return tuple(sorted(set(wanted)))
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    """What the timing pass times beyond the extraction's own calls, and why.
+
+    Attributes
+    ----------
+    sides : tuple of int
+        Square sides timed on resized copies of training images.
+    calls_per_side : int
+        Images (resized) computed at each of them, each feature once.
+    estimate : float
+        Predicted seconds of those calls.
+    budget : float
+        The cap they were held to (seconds).
+    """
+
+    sides: tuple[int, ...]
+    calls_per_side: int
+    estimate: float
+    budget: float
+
+    def describe(self) -> str:
+        """One line for the progress log."""
+        if not self.sides:
+            return "no sizes to add to the training images' own"
+        return (f"{self.calls_per_side} resized images at sides {', '.join(map(str, self.sides))}, which the "
+                f"training images lack (about {self.estimate:.1f} s; cap {self.budget:.1f} s)")
+
+
+def _seconds_per_image(sizes: np.ndarray, per_item: np.ndarray):
+    """Predicted seconds of every feature of one image at a size: a power law fitted to the
+    extraction's per-image totals (log-log least squares; a constant for one size)."""
+    ok = np.isfinite(per_item) & (per_item > 0)
+    logs, logt = np.log(np.maximum(sizes[ok], 1.0)), np.log(per_item[ok])
+    if len(np.unique(logs)) < 2:
+        level = float(np.exp(np.median(logt))) if len(logt) else 0.0
+        return lambda n: level
+    slope, intercept = np.polyfit(logs, logt, 1)
+    return lambda n: float(np.exp(intercept + slope * math.log(max(n, 1.0))))
+
+
+def plan_timing(sizes, per_item_seconds, *, sides=None, degree: int = 2, images: int = 8, repeats: int = 1,
+                budget: float = math.inf) -> TimingPlan:
+    """Which sides to time and how many images at each, within ``budget`` seconds.
+
+    ``sides`` given: those (the caller asked for them). Otherwise :func:`missing_sides`. Each
+    side gets ``images * repeats`` calls, fewer when the estimate (from the extraction's
+    per-image times) exceeds ``budget``; sides the curve cannot do without (too few distinct
+    sizes for its degree) get at least one call whatever the budget.
+    """
+    sizes = np.asarray(sizes, dtype=np.float64)
+    chosen = tuple(int(s) for s in sides) if sides is not None else missing_sides(sizes, degree=degree)
+    if not chosen:
+        return TimingPlan((), 0, 0.0, float(budget))
+    per_image = _seconds_per_image(sizes, np.asarray(per_item_seconds, dtype=np.float64))
+    one_pass = sum(per_image(side * side) for side in chosen)
+    calls = max(1, images * repeats)
+    if sides is None and one_pass > 0 and calls * one_pass > budget:
+        calls = int(budget // one_pass)
+        if calls < 1:
+            # Below one call per side: keep only what the degree needs, one image each.
+            needed = max(0, degree + 1 - len(np.unique(bin_sizes(sizes))))
+            chosen = tuple(sorted(chosen, key=lambda s: -min(abs(math.log(s * s / n)) for n in np.unique(sizes)))[:needed])
+            calls = 1 if chosen else 0
+            one_pass = sum(per_image(side * side) for side in chosen)
+    return TimingPlan(tuple(sorted(chosen)), calls, calls * one_pass, float(budget))
+
+
+def costs_from_extraction(
+    features: Sequence[Feature],
+    images: Sequence,
+    matrix,
+    sizes,
+    *,
+    plan: TimingPlan,
+    quantile: float | str = 0.5,
+    degree: int = 2,
+    random_state=None,
+) -> dict[str, CostFit]:
+    """Cost curves from the calls the training extraction timed, plus the sides ``plan`` adds.
+
+    The extraction computed every feature of every training image once, in turn, as a request
+    does, on the computing thread's CPU clock (:class:`polydom.extraction.FeatureMatrix`): one
+    cost sample per feature and image, at the image's own size -- the feature's own work,
+    apart from another process's preemptions, which the CPU clock does not count. Where those
+    sizes leave gaps (:func:`missing_sides`), resized copies of the largest training images
+    (grey squares, :func:`featurizers.resize_square`) are extracted the same way, one after
+    another, ``plan.calls_per_side`` at each side, and their calls join the samples. Sizes are
+    binned (:func:`bin_sizes`) and each curve follows the ``quantile`` of its feature's calls
+    per bin (:func:`index.fitting.fit_cost_curve`; at the median, through every call unbinned).
+
+    Parameters
+    ----------
+    features : sequence of Feature
+    images : sequence of array
+        The training images (validated).
+    matrix : polydom.extraction.FeatureMatrix
+        Their extraction, computed one image after another (a parallel extraction's calls share
+        the machine's caches; pass a sequential sample instead).
+    sizes : array of shape (len(matrix.X),)
+        The item size of each row of ``matrix``.
+    plan : TimingPlan
+        From :func:`plan_timing`.
+    quantile, degree
+        As for :func:`measure_feature_costs`.
+    random_state : int, optional
+        Which images are resized, and the order of the calls.
+
+    Returns
+    -------
+    dict of str to CostFit
+        In ``features`` order; ``sizes`` and ``seconds`` hold every call (extraction first).
+    """
+    from polydom.extraction import extract_features
+
+    sizes = np.asarray(sizes, dtype=np.float64)
+    cpu = matrix.cpu_seconds if matrix.cpu_seconds is not None else matrix.seconds
+    wall = matrix.seconds
+    all_sizes, all_cpu, all_wall = [sizes], [cpu], [wall]
+    if plan.sides and plan.calls_per_side:
+        rng = np.random.default_rng(random_state)
+        pool = choose_timing_images(images, plan.calls_per_side, random_state)
+        jobs = [(side, pool[k % len(pool)]) for side in plan.sides for k in range(plan.calls_per_side)]
+        jobs = [jobs[i] for i in rng.permutation(len(jobs))]  # no side always after another
+        try:
+            timed = extract_features([resize_square(images[i], side) for side, i in jobs], features, progress=False)
+        except FeatureError as exc:
+            if exc.index is None:
+                raise
+            # The item is a resized copy: name the side and the training image it was made from.
+            side, image = jobs[exc.index]
+            cause = exc.__cause__
+            what = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            raise FeatureError(f"feature {exc.feature!r} failed on a {side} x {side} copy of training image {image} "
+                               f"(timing the features): {what}", feature=exc.feature) from exc
+        all_sizes.append(np.array([side * side for side, _ in jobs], dtype=np.float64))
+        all_cpu.append(timed.cpu_seconds if timed.cpu_seconds is not None else timed.seconds)
+        all_wall.append(timed.seconds)
+    every_size = np.concatenate(all_sizes)
+    cpu_all, wall_all = np.concatenate(all_cpu), np.concatenate(all_wall)
+    # At the median, a least-absolute-relative-error fit through every call is a median
+    # regression already; other quantiles need calls to take them from, so sizes are binned.
+    # (On natural-size images, whose costs at one size differ by up to 3x between images, the
+    # median per bin followed one bin's majority: hog's held-out error was twice the unbinned.)
+    binned = every_size if quantile == 0.5 else bin_sizes(every_size)
+    items = np.arange(len(every_size), dtype=np.int64)
+    column = {name: j for j, name in enumerate(matrix.names)}
+    fits = {}
+    for feature in features:
+        j = column[feature.name]
+        seconds = np.maximum(cpu_all[:, j], 0.0)
+        coefficients = fit_cost_curve(binned, seconds, degree=degree, quantile=quantile, items=items)
+        fits[feature.name] = CostFit(feature.name, CostCurve(coefficients), every_size.astype(np.int64), seconds,
+                                     quantile, items, np.maximum(wall_all[:, j], 0.0))
     return fits

@@ -41,13 +41,17 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         was ``make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1"))``).
         Linear classifiers (behind ``StandardScaler``) are served through a lean numpy path.
     learners : list of classifiers or of (name, classifier), optional
-        Several learners: each feature set gets the best of them by cross-validation, raced on
-        the first fold so that clearly worse ones stop early. ``None`` and no ``estimator``:
+        Several learners: each feature set gets the best of them. With the PolyDom backend they
+        race on the screening draw (a 2-fold split, below); otherwise on the first fold, so
+        that clearly worse ones stop early. ``None`` and no ``estimator``:
         :func:`polydom.blackbox.default_learners` (LDA with shrinkage, logistic regression).
     budget : float, optional
         Default seconds of feature extraction per image. ``None``: no limit.
     alpha : float, default 1.0
-        Approximation factor of the PolyDom backend (>= 1; 1 is exact).
+        Approximation factor of the PolyDom backend (>= 1; 1 is exact). With an int ``cv`` and
+        four or more features, a PolyDom build *screens* every set it explores on a 2-fold draw
+        and trains fully (``cv`` folds, a model on every row) only the sets whose upper bound
+        could still put them on the skyline (``docs/screening.md``).
     e : float or "auto", default "auto"
         Monotonicity tolerance of the lattice exploration; ``"auto"`` measures it on the trained
         sets (``index_.stats["e_used"]``), so that alpha = 1 stays exact on the scores it has.
@@ -154,14 +158,16 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     lambdas : sequence of float, optional
         The λ grid, for the backends that take one (``backend="greedy"``).
     timing_sides : sequence of int, optional
-        Square sides the features are timed at (at least ``cost_degree + 1``; 5 or more
-        advised). ``None``: six sides spread over the training items' sizes.
+        Square sides to time the features at, on resized copies of the largest training images,
+        beside the training extraction's own calls. ``None``: only the sides the training
+        images lack (too few distinct sizes for ``cost_degree``, or neighbouring sizes more
+        than 2x apart in side; never beyond the largest image), within a cap of a quarter of
+        the extraction's compute time (``docs/timing-pass.md``).
     timing_repeats : int, default 5
-        Passes over the timing images (each computes every feature once per image and side, as
-        serving does): 40 samples per feature and size by default, so that neither the fitted
-        ``cost_quantile`` nor the guard's upper quantile is decided by one interrupted call.
+        Calls per resized image at each timed side (with ``timing_images``; the cap may take
+        fewer where the sides were not named).
     timing_images : int, default 8
-        How many training images are resized and timed.
+        How many of the largest training images are resized and timed at each side.
     cache_dir : str or path, optional
         Cache feature matrices and trained feature sets here, keyed by fingerprints of the data,
         the features and the learner: a refit trains only the sets not trained before.
@@ -195,6 +201,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     fit_stats_ : dict
         Seconds spent extracting, timing and building; ``expanded`` (sets the build used, ``{}``
         included), ``trained`` (in this fit) and ``reused`` (from the cache); ``features_cached``.
+        How many sets of the lattice were trained fully, partly (screened only) or not at all is
+        in ``index_.stats`` (``fully_trained``, ``partly_trained``, ``not_trained``).
     planner_ : polydom.serving.ServingPlanner
         Serves images from the version of ``index_`` served (per set: its features, model and
         lean predictor), with the guards serving learns.

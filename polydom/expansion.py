@@ -633,6 +633,8 @@ class ModelRecorder:
     clock : callable, optional
     on_trained : callable, optional
         ``on_trained(calls)`` after each trained set, for progress reporting.
+    on_finished : callable, optional
+        ``on_finished(count)`` after each chunk of :meth:`finish`, with the sets finished so far.
 
     Attributes
     ----------
@@ -670,6 +672,7 @@ class ModelRecorder:
         deadline: float | None = None,
         clock: Callable[[], float] | None = None,
         on_trained: Callable[[int], None] | None = None,
+        on_finished: Callable[[int], None] | None = None,
     ):
         if not callable(expand):
             raise TypeError(f"expand must be callable, got {expand!r}")
@@ -685,9 +688,11 @@ class ModelRecorder:
         self.deadline = deadline
         self.clock = clock
         self.on_trained = on_trained
+        self.on_finished = on_finished
         self.models: dict[int, Any] = {}
         self.std_errors: dict[int, float] = {}
         self.rescored_masks: set[int] = set()
+        self.finished_masks: set[int] = set()  # with a screening black box: sets trained fully
         self.calls = 0
         self.reused = 0
         self._ready: list[tuple[int, float]] = []  # finished, not yet collected
@@ -745,6 +750,8 @@ class ModelRecorder:
                 remember_hit(self.space.frozenset(m), hit)
             if hit.model is not None:
                 self.models[m] = hit.model
+                if self.can_finish:  # a screening is stored without a model, a finished set with one
+                    self.finished_masks.add(m)
             if hit.std_error is not None:
                 self.std_errors[m] = hit.std_error
             self.reused += 1
@@ -831,6 +838,34 @@ class ModelRecorder:
             "task_bytes": shipper.task_bytes if shipper is not None else 0,
             "data_bytes": shipper.data_bytes if shipper is not None else 0,
         }
+
+    #: Sets handed to the black box's ``finish`` at once.
+    FINISH_CHUNK = 8
+
+    @property
+    def can_finish(self) -> bool:
+        """Whether the black box screens sets and offers ``finish(sets)`` to train them fully."""
+        return bool(getattr(self.expand, "screens", False)) and callable(getattr(self.expand, "finish", None))
+
+    def finish(self, masks: list[int]) -> dict[int, float]:
+        """Accuracies of ``masks`` trained fully by the black box's ``finish``; models, standard
+        errors and the store updated (a finished set replaces its screening there)."""
+        todo = [m for m in dict.fromkeys(masks) if m not in self.finished_masks]
+        out = {}
+        # In chunks, so that progress can be reported (and a stop loses at most one chunk).
+        for at in range(0, len(todo), self.FINISH_CHUNK):
+            chunk = todo[at : at + self.FINISH_CHUNK]
+            sets = [self.space.frozenset(m) for m in chunk]
+            for m, features, result in zip(chunk, sets, self.expand.finish(sets)):
+                checked = check_expansion(result, features)
+                if self.store is not None:
+                    self.store.put(self.space.sorted_names(m), checked.accuracy, checked.model, checked.std_error)
+                self._keep(m, features, checked, None)
+                self.finished_masks.add(m)
+                out[m] = checked.accuracy
+            if self.on_finished is not None:
+                self.on_finished(len(self.finished_masks))
+        return out
 
     @property
     def can_rescore(self) -> bool:

@@ -187,8 +187,9 @@ def extract_features(
         Items are split into chunks computed in parallel through joblib (``-1``: all cores).
     cache_dir : path, optional
         Read the matrix from, or write it to, ``cache_dir/features-<fingerprint>.npz``.
-    progress : bool, optional
-        A tqdm bar over the items; ``None`` shows it on a terminal only.
+    progress : bool or callable, optional
+        A tqdm bar over the items; ``None`` shows it on a terminal only. A callable is called
+        as ``progress(done, total)`` after every chunk of items instead (plain log lines).
 
     Returns
     -------
@@ -220,11 +221,12 @@ def extract_features(
     from joblib import Parallel, delayed, effective_n_jobs
 
     workers = 1 if n_jobs in (None, 1) else max(1, effective_n_jobs(n_jobs))
-    size = max(1, math.ceil(len(images) / (4 * workers))) if workers > 1 else max(1, min(32, len(images)))
+    # One image after another, chunks of at most a twentieth of the images: a report per chunk.
+    size = max(1, math.ceil(len(images) / (4 * workers))) if workers > 1 else max(1, min(32, math.ceil(len(images) / 20)))
     items = list(enumerate(images))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
-    bar = None
-    if progress is not False:
+    bar, report = None, progress if callable(progress) else None
+    if progress is not False and report is None:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(images), desc="computing features", unit="image",
@@ -243,6 +245,8 @@ def extract_features(
             cpus.append(c)
             if bar is not None:
                 bar.update(len(chunk))
+            if report is not None:
+                report(sum(len(part) for part in rows), len(images))
     finally:
         if bar is not None:
             bar.close()

@@ -34,8 +34,9 @@ from polydom.backends import backend_spec
 from polydom.featurizers import Feature, default_features, item_size, resolve_features
 from polydom.lattice.featureset import MAX_FEATURES
 
-from .calibration import CALIBRATION_IMAGES, calibrate_fits, guard_table
-from .costs import CostFit, choose_timing_images, default_timing_sides, measure_feature_costs
+from .calibration import CALIBRATION_IMAGES, calibrate_fits, guard_table, serving_sample
+from .costs import TIMING_SHARE, CostFit, bin_sizes, costs_from_extraction, plan_timing
+from .progress import ProgressLog
 
 __all__ = ["FitSettings", "WarmStart", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
            "learner_estimator", "MAX_FEATURES"]
@@ -196,6 +197,9 @@ class TrainingProgress:
     label : str, default "polydom"
         Prefix of plain lines.
     clock : callable, default time.monotonic
+    log : polydom.progress.ProgressLog, optional
+        The fit's log: plain lines come when it says one is due (an interval that grows with
+        the fit) instead of every ``every`` seconds.
 
     Attributes
     ----------
@@ -204,10 +208,11 @@ class TrainingProgress:
     """
 
     def __init__(self, progress, limit: int, *, stream=None, every: float = 10.0, label: str = "polydom",
-                 clock=time.monotonic):
+                 clock=time.monotonic, log=None):
         self.stream = sys.stderr if stream is None else stream
-        self.limit, self.every, self.label, self.clock = int(limit), float(every), label, clock
+        self.limit, self.every, self.label, self.clock, self.log = int(limit), float(every), label, clock, log
         self.trained = 0
+        self.fully = 0
         self.bar = None
         self.lines = False
         self.started = self.last = clock()
@@ -240,9 +245,24 @@ class TrainingProgress:
         self.trained = trained
         if self.bar is not None:
             self.bar.update(trained - self.bar.n)
-        elif self.lines and (first or self.clock() - self.last >= self.every):
+        elif self.lines and (first or (self.log.due() if self.log is not None
+                                       else self.clock() - self.last >= self.every)):
             self.last = self.clock()
             print(self.line(), file=self.stream, flush=True)
+            if self.log is not None:
+                self.log.last = self.log.clock()
+
+    def finished(self, count: int) -> None:
+        """``count`` screened sets trained fully so far (a plain line when one is due)."""
+        self.fully = count
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{count} trained fully")
+        elif self.lines and (self.log.due() if self.log is not None else self.clock() - self.last >= self.every):
+            self.last = self.clock()
+            print(f"{self.label}: training the sets that could be served fully: {count} so far, "
+                  f"{self.clock() - self.started:.0f} s since training began", file=self.stream, flush=True)
+            if self.log is not None:
+                self.log.last = self.log.clock()
 
     def close(self, done: bool = True) -> None:
         """Close the bar, or print the last line (how many sets were trained, and how fast) --
@@ -252,7 +272,9 @@ class TrainingProgress:
             self.bar = None
         elif self.lines and self.trained and done:
             elapsed = self.clock() - self.started
-            print(f"{self.label}: trained {self.trained} feature sets in {elapsed:.0f} s", file=self.stream, flush=True)
+            what = (f"screened {self.trained} feature sets and trained {self.fully} fully" if self.fully
+                    else f"trained {self.trained} feature sets")
+            print(f"{self.label}: {what} in {elapsed:.0f} s", file=self.stream, flush=True)
             self.lines = False
 
 
@@ -296,6 +318,27 @@ def _folds(s: FitSettings, y, groups):
     return every[:first], every[first:]
 
 
+#: Fewest features for which a PolyDom build screens sets before training them fully: below
+#: it the lattice is small enough (8 sets) that screening would cost more than it saves.
+SCREEN_FROM_FEATURES = 4
+
+
+def _screen_folds(s: FitSettings, y, groups):
+    """The screening draw (a grouped, stratified 2-fold split), or None where sets are trained
+    fully at once: another backend (Greedy walks every set it trains), a splitter of the
+    caller's own (its folds are the ones to use), or a small lattice."""
+    from .blackbox import make_splits
+
+    if s.backend != "polydom" or not isinstance(s.cv, int) or len(s.features) < SCREEN_FROM_FEATURES:
+        return None
+    # Another draw than the scoring folds', from the same seed.
+    seed = s.random_state + 1 if isinstance(s.random_state, (int, np.integer)) else s.random_state
+    try:
+        return make_splits(2, y, groups, seed)
+    except ValueError:  # a class (or its groups) too small to split in two: train fully
+        return None
+
+
 def _cascade_folds(y, groups, random_state):
     """:data:`~polydom.cascades.CASCADE_FOLDS` grouped, stratified folds for the cascade's
     out-of-fold probabilities, fewer when the smallest class (or the groups) cannot fill them."""
@@ -306,6 +349,49 @@ def _cascade_folds(y, groups, random_state):
     units = counts.min() if groups is None else min(len(np.unique(np.asarray(groups)[np.asarray(y) == c]))
                                                      for c in np.unique(y))
     return make_splits(int(max(2, min(CASCADE_FOLDS, units))), y, groups, random_state)
+
+
+def _measure_costs(images, sizes, matrix, s: FitSettings, say) -> dict[str, CostFit]:
+    """The timing pass: cost curves from the extraction's own calls, plus what they lack.
+
+    Sequential calls are the samples (a parallel extraction's calls shared the machine: a
+    sample of images is computed again one by one, :func:`polydom.calibration.serving_sample`).
+    Sizes the training images lack are timed on resized copies within what is left of
+    :data:`~polydom.costs.TIMING_SHARE` of the extraction's compute time (all of
+    ``timing_sides`` when the caller named them); then the curves are calibrated.
+    """
+    started = time.perf_counter()
+    budget = TIMING_SHARE * float(np.nansum(matrix.seconds))
+    parallel = s.n_jobs not in (None, 1)
+    sample = None
+    if parallel:
+        # Half the budget for the sequential sample: at the extraction's mean time per image.
+        count = int(min(CALIBRATION_IMAGES, len(images), max(24, TIMING_SHARE / 2 * len(images))))
+        say(f"computing the features of {count} images one after another (the workers shared the machine)")
+        sample = serving_sample(images, s.features, sizes, count, s.random_state)
+    serial, serial_sizes = sample if sample is not None else (matrix, sizes)
+    per_image = np.nansum(serial.cpu_seconds if serial.cpu_seconds is not None else serial.seconds, axis=1)
+    plan = plan_timing(serial_sizes, per_image, sides=s.timing_sides, degree=s.cost_degree, images=s.timing_images,
+                       repeats=s.timing_repeats, budget=max(0.0, budget - (time.perf_counter() - started)))
+    say(f"timing {len(s.features)} features: the training images' own calls, and {plan.describe()}")
+    fits = costs_from_extraction(s.features, images, serial, serial_sizes, plan=plan, quantile=s.cost_quantile,
+                                 degree=s.cost_degree, random_state=s.random_state)
+    if s.calibrate_costs:
+        fits = calibrate_fits(fits, images, s.features, matrix, sizes, parallel=parallel, quantile=s.cost_guard,
+                              random_state=s.random_state, sample=sample)
+    return fits
+
+
+def _measured_range(fits: dict) -> tuple[float, float]:
+    """The smallest and largest item size any feature was timed at."""
+    ranges = [fit.measured_range for fit in fits.values()]
+    return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
+
+
+def _timed_sides(fits: dict) -> tuple[int, ...]:
+    """The square sides equivalent to the sizes the curves rest on (binned, :func:`polydom.costs.bin_sizes`)."""
+    sizes = np.unique(np.concatenate([bin_sizes(fit.sizes) for fit in fits.values()]))
+    return tuple(sorted({int(round(float(np.sqrt(n)))) for n in sizes}))
 
 
 def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
@@ -320,10 +406,12 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     from .extraction import extract_features, feature_fingerprint, images_fingerprint
 
     s = settings
-    # tqdm bars need a terminal; elsewhere, progress=True means plain lines, one per step here.
+    # tqdm bars need a terminal; elsewhere, progress=True means plain lines: one per step, and
+    # within a long step one at an interval that grows with the fit (polydom.progress).
     plain = s.progress is True and not sys.stderr.isatty()
     bars = None if plain else s.progress
-    say = (lambda text: print(f"polydom: {text}", file=sys.stderr, flush=True)) if plain else (lambda text: None)
+    log = ProgressLog(plain)
+    say = log.say
     t0 = time.perf_counter()
     sizes = np.array([item_size(im) for im in images], dtype=np.int64)
     data_key = (images_fingerprint(images), feature_fingerprint(s.features))
@@ -332,30 +420,22 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     else:
         say(f"computing {len(s.features)} features of {len(images)} images")
         matrix = extract_features(images, s.features, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
-                                  progress=bars)
+                                  progress=log.counter("computing features", len(images), "images") if plain else bars)
 
     t1 = time.perf_counter()
-    sides = tuple(s.timing_sides) if s.timing_sides is not None else default_timing_sides(sizes)
-    timing_key = (data_key, sides, s.timing_repeats, s.timing_images, s.cost_quantile, s.cost_degree,
-                  s.calibrate_costs, s.cost_guard, repr(s.random_state))
+    timing_key = (data_key, None if s.timing_sides is None else tuple(s.timing_sides), s.timing_repeats,
+                  s.timing_images, s.cost_quantile, s.cost_degree, s.calibrate_costs, s.cost_guard,
+                  repr(s.random_state))
     if warm is not None and warm.timing_key == timing_key:
         fits = warm.fits
     else:
-        timed = [images[i] for i in choose_timing_images(images, s.timing_images, s.random_state)]
-        say(f"timing {len(s.features)} features on {len(timed)} images at sides {', '.join(map(str, sides))}")
-        fits = measure_feature_costs(s.features, timed, sides, repeats=s.timing_repeats, quantile=s.cost_quantile,
-                                     degree=s.cost_degree, progress=bars)
-        if s.calibrate_costs:
-            parallel = s.n_jobs not in (None, 1)
-            if parallel:
-                say(f"calibrating the costs on {min(CALIBRATION_IMAGES, len(images))} images served one by one")
-            fits = calibrate_fits(fits, images, s.features, matrix, sizes, parallel=parallel, quantile=s.cost_guard,
-                                  random_state=s.random_state)
+        fits = _measure_costs(images, sizes, matrix, s, say)
 
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)
     learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring,
-                                rescore_splits=rescore_splits)
+                                rescore_splits=rescore_splits, screen_splits=_screen_folds(s, y, groups),
+                                finish_jobs=s.n_jobs)
     n0 = float(np.median(sizes))
     spec = backend_spec(s.backend)
     offered = {
@@ -363,7 +443,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         "reference_size": n0,  # and PolyDom orders its prefix chains by the costs there
         "tolerance": s.tolerance,
         "scores": s.scores,
-        "measured_range": (min(sides) ** 2, max(sides) ** 2),
+        "measured_range": _measured_range(fits),
         "extrapolate": s.extrapolate,
     }
     options: dict[str, Any] = {k: v for k, v in offered.items() if k in spec.options}
@@ -372,9 +452,9 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     cache = s.cache_path("expansions")
     cache_key = None
     if cache is not None:
-        cache_key = expansion_cache_key(matrix, y, splits, s.estimator, s.scoring)
+        cache_key = expansion_cache_key(matrix, y, splits + (learner.screen_splits or []), s.estimator, s.scoring)
         options.update(cache=cache, cache_key=cache_key)
-    bar = TrainingProgress(s.progress, 2 ** len(s.features) - sets_in_cache(cache, cache_key))
+    bar = TrainingProgress(s.progress, 2 ** len(s.features) - sets_in_cache(cache, cache_key), log=log)
     try:
         index = polydom.build({name: fit.curve for name, fit in fits.items()}, learner, alpha=s.alpha, e=s.e,
                               backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
@@ -382,6 +462,11 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         bar.close(done=False)
         raise
     bar.close()
+    lattice = 2 ** len(s.features)
+    fully, partly = index.stats.get("fully_trained", len(index.trained)), index.stats.get("partly_trained", 0)
+    if partly:
+        say(f"{fully} of {lattice} feature sets trained fully, {partly} screened only "
+            f"(their bounds could not reach the skyline), {lattice - fully - partly} not at all")
     if s.cascade and getattr(index, "chains", None):
         from .cascades import train_cascades
 
@@ -409,12 +494,13 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
         "images": len(images), "extract_seconds": t1 - t0, "features_cached": matrix.cached,
         "timing_seconds": t2 - t1, "build_seconds": t3 - t2,
         "expanded": expanded, "trained": bar.trained, "reused": expanded - bar.trained,
+        "fully_trained": fully, "partly_trained": partly,
         "learners": [name for name, _ in s.estimator], "learner_race": dict(learner.race),
         "learner_chosen": {name: sum(1 for v in learner.chosen.values() if v == name) for name, _ in s.estimator},
         "learner_warnings": learner.warnings.items(),
     }
     return FitResult(
         index=index, classes=np.unique(y), features=list(s.features), columns=dict(matrix.columns), fits=fits,
-        n0=n0, timing_sides=tuple(int(x) for x in sides), stats=stats,
+        n0=n0, timing_sides=_timed_sides(fits), stats=stats,
         warm=WarmStart(data_key, matrix, timing_key, fits), cascade=s.cascade,
     )

@@ -140,7 +140,7 @@ def test_a_feature_failing_while_timed_is_named(digits, fast_params):
         return REGISTRY["intensity_hist"].function(image)
 
     feature = Feature("shy", fails_on_large, dimension=16)
-    with pytest.raises(FeatureError, match="feature 'shy' failed: MemoryError: too large .timing the features on a 32 x 32"):
+    with pytest.raises(FeatureError, match=r"feature 'shy' failed on a 32 x 32 copy of training image \d+ .timing the features.: MemoryError: too large"):
         polydom.CostSensitiveClassifier(features=[feature], **fast_params).fit(images, labels)
 
 
