@@ -493,7 +493,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     stats = {
         "images": len(images), "extract_seconds": t1 - t0, "features_cached": matrix.cached,
         "timing_seconds": t2 - t1, "build_seconds": t3 - t2,
-        "expanded": expanded, "trained": bar.trained, "reused": expanded - bar.trained,
+        "expanded": expanded, "trained": bar.trained, "reused": index.stats.get("reused", expanded - bar.trained),
         "fully_trained": fully, "partly_trained": partly,
         "learners": [name for name, _ in s.estimator], "learner_race": dict(learner.race),
         "learner_chosen": {name: sum(1 for v in learner.chosen.values() if v == name) for name, _ in s.estimator},
