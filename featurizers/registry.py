@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polydom.lattice.errors import PolydomError
 from polydom.featurizers import image_features as _img
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
 ]
 
 
-class FeatureError(ValueError):
+class FeatureError(PolydomError, ValueError):
     """A feature function failed, or returned something that is not a valid
     feature vector.
 
@@ -51,7 +52,7 @@ def _rebuild_feature_error(cls, message, feature, index):
     return cls(message, feature=feature, index=index)
 
 
-class UnknownFeatureError(KeyError, ValueError):
+class UnknownFeatureError(PolydomError, KeyError, ValueError):
     """No feature of that name is registered.
 
     It is both a `KeyError` (a failed look-up) and a `ValueError` (a bad

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from polydom.lattice.errors import PolydomWarning
 __all__ = ["CostMeasurementWarning", "TimingCheck", "check_timing", "MIN_CPU_WALL_RATIO", "MAX_REPEAT_SPREAD",
            "MAX_OTHER_THREADS"]
 
@@ -27,7 +28,7 @@ MAX_REPEAT_SPREAD = 0.25
 MAX_OTHER_THREADS = 0.1
 
 
-class CostMeasurementWarning(UserWarning):
+class CostMeasurementWarning(PolydomWarning):
     """The machine looked contended or unstable while the features were timed."""
 
 

@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import NormalDist
 
 from polydom.lattice import bits_of
+from polydom.lattice.errors import PolydomError
 
 #: The share of measured calls a guarded start covers -- one minus the late share a start may
 #: risk: the classifier's guards are taken at it (:mod:`polydom.calibration`), and a walk reads an
@@ -81,7 +82,7 @@ _NORMAL = NormalDist()
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 
 
-class FeatureTimeout(Exception):
+class FeatureTimeout(PolydomError):
     """Raised by ``compute(name, deadline)`` when the feature did not finish by ``deadline``:
     the walk answers with the sets already computed (the module docstring, *trying past the
     guard*)."""

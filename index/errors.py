@@ -1,17 +1,10 @@
-"""The root of polydom's exception hierarchy.
+"""The root of polydom's exception hierarchy, as the index and its storage layer import it.
 
-Every exception polydom defines -- in the index, the storage layer, the cache, the black box --
-derives from :class:`PolydomError`, so ``except polydom.PolydomError`` catches any of them. The
-class lives at the bottom of the package stack (this module imports nothing) so that every layer
-can derive from it; :mod:`polydom.errors` re-exports it as ``polydom.PolydomError``.
+:class:`PolydomError` is defined at the bottom of the stack (:mod:`polydom.lattice.errors`, which
+imports nothing) so that every layer can derive from it; this module and :mod:`polydom.errors`
+re-export that same class.
 """
 
-__all__ = ["PolydomError"]
+from polydom.lattice.errors import PolydomError, PolydomWarning
 
-
-class PolydomError(Exception):
-    """Base class of polydom's own exceptions.
-
-    Subclasses keep the built-in base that describes the failure (``ValueError``,
-    ``FileNotFoundError``, ``OSError``, ...), so callers catching those still catch them.
-    """
+__all__ = ["PolydomError", "PolydomWarning"]

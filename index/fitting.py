@@ -33,6 +33,8 @@ import math
 import numpy as np
 from scipy.optimize import linprog
 
+from .errors import PolydomError
+
 __all__ = ["evaluate_cost_curve", "fit_cost_curve", "quantile_per_size", "shape_range"]
 
 _MAX_NUDGES = 64
@@ -309,7 +311,7 @@ def fit_cost_curve(sizes, seconds, *, degree=2, quantile=0.5, mode=None, domain=
     return coefficients
 
 
-class _ShapeLost(ArithmeticError):
+class _ShapeLost(PolydomError, ArithmeticError):
     """The cutting planes left a curve that falls without bound on an unbounded range."""
 
 

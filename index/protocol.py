@@ -24,6 +24,7 @@ from typing import Any
 
 from .base import StoredIndex
 from .costcurve import CostCurve, format_curve, set_cost_matrix
+from .errors import PolydomWarning
 from .poly import horner_scalar
 from .values import Choice
 
@@ -33,7 +34,7 @@ __all__ = ["CostSensitiveIndex", "ExtrapolationWarning", "EXTRAPOLATE_POLICIES"]
 EXTRAPOLATE_POLICIES = ("warn", "raise", "allow")
 
 
-class ExtrapolationWarning(UserWarning):
+class ExtrapolationWarning(PolydomWarning):
     """A lookup at a size where the cost curves were not measured (they are extrapolated there)."""
 
 

@@ -19,14 +19,6 @@ Everything is exported lazily (PEP 562): serving an index imports neither scikit
 from __future__ import annotations
 
 import importlib
-import os
-
-# Installed, the layers live inside this package (setuptools maps the repository's lattice/,
-# index/, greedy/ and featurizers/ folders to polydom.lattice, ...). Imported straight from a
-# checkout -- a child ``python -c`` started in it, the checkout's root first on sys.path -- they
-# are the folders beside this one, so the package looks there too.
-if not os.path.isdir(os.path.join(os.path.dirname(__file__), "index")):
-    __path__.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 __version__ = "0.1.0"
 
@@ -46,6 +38,7 @@ _EXPORTS = {
     "audit_monotonicity": ("polydom.lattice.audit", "audit_monotonicity"),
     "lattice_graph": ("polydom.lattice.graph", "lattice_graph"),
     "PolydomError": ("polydom.errors", "PolydomError"),
+    "PolydomWarning": ("polydom.errors", "PolydomWarning"),
     "ExpansionLimitError": ("polydom.expansion", "ExpansionLimitError"),
     "ExpansionError": ("polydom.expansion", "ExpansionError"),
     "fit_features": ("polydom.precomputed", "fit_features"),

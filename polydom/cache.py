@@ -42,7 +42,7 @@ from collections.abc import Iterable, Sequence
 
 from polydom.index.values import Expansion
 
-from polydom.index.modelcodec import decode_model, digest, encode_model, normalize_trusted
+from polydom.index.storage.modelcodec import decode_model, digest, encode_model, normalize_trusted
 
 from .errors import PolydomError
 

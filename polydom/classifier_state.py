@@ -229,7 +229,7 @@ class ClassifierMetadata:
         ``state`` (default the version it serves now, :meth:`CostSensitiveClassifier._state`)."""
         from sklearn.base import clone
 
-        from polydom.index.modelcodec import encode_model
+        from polydom.index.storage.modelcodec import encode_model
 
         params, unsaved = _json_params({k: v for k, v in clf.get_params(deep=False).items() if k != "estimator"})
         estimator = None
@@ -319,7 +319,7 @@ class ClassifierMetadata:
 
     def init_params(self, trusted) -> dict:
         """The constructor arguments, ``estimator`` decoded (its types checked against ``trusted``)."""
-        from polydom.index.modelcodec import decode_model, digest, normalize_trusted
+        from polydom.index.storage.modelcodec import decode_model, digest, normalize_trusted
 
         params = dict(self.params)
         for key in params.pop("__tuples__", []):

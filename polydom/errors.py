@@ -1,10 +1,11 @@
 """polydom's exceptions, for callers that need to tell failures apart.
 
 Errors about arguments are plain ``ValueError`` / ``TypeError`` with a precise message; the
-classes polydom defines all derive from :class:`PolydomError`, defined with the index (the lowest
-layer that raises one) and re-exported here so that ``polydom.PolydomError`` is that same class.
+classes polydom defines all derive from :class:`PolydomError` and its warnings from
+:class:`PolydomWarning`, defined at the bottom of the stack (:mod:`polydom.lattice.errors`) and
+re-exported here so that ``polydom.PolydomError`` is that same class.
 """
 
-from polydom.index.errors import PolydomError
+from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["PolydomError"]
+__all__ = ["PolydomError", "PolydomWarning"]

@@ -14,11 +14,12 @@ import warnings
 from collections.abc import Iterable, Iterator
 
 from polydom.index.values import Expansion, is_real
+from polydom.lattice.errors import PolydomWarning
 
 __all__ = ["CountingExpand", "LearnerWarning", "WarningTally"]
 
 
-class LearnerWarning(UserWarning):
+class LearnerWarning(PolydomWarning):
     """The learner's warnings during a build, counted and reported in one warning."""
 
 

@@ -16,10 +16,10 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def subprocess_env() -> dict:
-    """The environment for a child Python that must import this checkout's polydom."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return env
+    """The environment for a child Python: this one's. The child imports the polydom installed
+    in this environment -- started with ``-P`` (or from a script outside the checkout), so that
+    the checkout's own folders, which are not the installed package's layout, never shadow it."""
+    return dict(os.environ)
 
 
 class _CostlyBackend:

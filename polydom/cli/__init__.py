@@ -32,6 +32,8 @@ import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
+from polydom.errors import PolydomError
+
 __all__ = ["main", "add_command", "add_lazy_command", "UsageError", "Interrupted", "CONVENTIONS"]
 
 #: What ``polydom --help`` says about errors, exit codes and output streams.
@@ -54,11 +56,11 @@ domain) is written as the string "inf", "-inf" or "nan".
 """
 
 
-class UsageError(ValueError):
+class UsageError(PolydomError, ValueError):
     """The command line cannot be used as given; exit status 2."""
 
 
-class Interrupted(Exception):
+class Interrupted(PolydomError):
     """A command stopped by Ctrl-C, saying what was kept; exit status 130.
 
     ``str(exc)`` is printed after ``interrupted; ``.

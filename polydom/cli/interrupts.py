@@ -48,7 +48,7 @@ def cached_sets(path) -> int | None:
     try:
         from polydom.cache import LOCK_FILE
 
-        done = subprocess.run([sys.executable, "-c", _COUNT, path, LOCK_FILE], capture_output=True, text=True, timeout=30)
+        done = subprocess.run([sys.executable, "-P", "-c", _COUNT, path, LOCK_FILE], capture_output=True, text=True, timeout=30)
         return int(done.stdout.strip()) if done.returncode == 0 else None
     except (OSError, ValueError, subprocess.SubprocessError):
         return None

@@ -182,7 +182,7 @@ def test_synthetic_generator_is_seeded_and_in_range():
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120)
 
 
 def test_building_and_serving_do_not_import_sklearn_or_sympy():

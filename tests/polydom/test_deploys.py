@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs POSIX p
 
 def _run_children(scripts, env, cwd, timeout=180):
     """Start every ``(script, args)`` at once; their exit statuses and stderr, or fail after ``timeout``."""
-    procs = [subprocess.Popen([sys.executable, "-c", script, *args], stderr=subprocess.PIPE, text=True, env=env,
+    procs = [subprocess.Popen([sys.executable, "-P", "-c", script, *args], stderr=subprocess.PIPE, text=True, env=env,
                               cwd=cwd, start_new_session=True) for script, args in scripts]
     deadline = time.monotonic() + timeout
     out = []
@@ -97,7 +97,7 @@ def _cached(cache, names_of_sets):
 
 def test_a_killed_parallel_build_keeps_every_set_that_finished(tmp_path, subprocess_env):
     (tmp_path / "done").mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", PARALLEL_BUILD, str(tmp_path)], stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-P", "-c", PARALLEL_BUILD, str(tmp_path)], stderr=subprocess.PIPE, text=True,
                             env=subprocess_env, cwd=tmp_path, start_new_session=True)
     try:
         deadline = time.monotonic() + 120

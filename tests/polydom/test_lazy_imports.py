@@ -18,7 +18,7 @@ def run_python(subprocess_env):
     """Run code in a fresh interpreter (its imports start from nothing)."""
 
     def run(code: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(code)], capture_output=True, text=True,
                               env=subprocess_env, timeout=120)
 
     return run

@@ -266,11 +266,11 @@ WORKER = textwrap.dedent("""
 
 
 def test_loky_workers_need_not_import_polydom_and_failures_come_back(subprocess_env):
-    done = subprocess.run([sys.executable, "-c", WORKER, "ok"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-P", "-c", WORKER, "ok"], capture_output=True, text=True,
                           env=subprocess_env, timeout=LIMIT)
     assert done.returncode == 0, done.stderr
     assert "accuracies: [0.5]" in done.stdout  # no worker imported polydom
-    failed = subprocess.run([sys.executable, "-c", WORKER, "fail"], capture_output=True, text=True,
+    failed = subprocess.run([sys.executable, "-P", "-c", WORKER, "fail"], capture_output=True, text=True,
                             env=subprocess_env, timeout=LIMIT)
     assert failed.returncode == 0, failed.stderr
     assert "failed: expand(['f0', 'f3']) raised KeyError: 'no such column' | KeyError | True" in failed.stdout
@@ -300,7 +300,7 @@ def test_ctrl_c_stops_a_parallel_build_and_its_workers(to, tmp_path, subprocess_
     import os
     import signal
 
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C, str(tmp_path)], stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-P", "-c", CTRL_C, str(tmp_path)], stderr=subprocess.PIPE, text=True,
                             env=subprocess_env, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:

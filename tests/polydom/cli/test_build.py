@@ -152,12 +152,12 @@ def test_failing_learner_exits_1_and_publishes_nothing(spec_file, tmp_path, caps
 def test_console_script_exit_code(spec_file, tmp_path):
     out = tmp_path / "index"
     proc = subprocess.run(
-        [sys.executable, "-m", "polydom.cli", "build", f"{spec_file}:SPEC", "--out", str(out), "--backend", "greedy"],
+        [sys.executable, "-P", "-m", "polydom.cli", "build", f"{spec_file}:SPEC", "--out", str(out), "--backend", "greedy"],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 2 and "--n0" in proc.stderr
     proc = subprocess.run(
-        [sys.executable, "-m", "polydom.cli", "build", f"{spec_file}:SPEC", "--out", str(out), "--backend", "greedy", "--n0", "1"],
+        [sys.executable, "-P", "-m", "polydom.cli", "build", f"{spec_file}:SPEC", "--out", str(out), "--backend", "greedy", "--n0", "1"],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr

@@ -139,10 +139,10 @@ def test_usage_errors_exit_2_with_one_line(argv, capsys):
 
 
 def test_the_module_runs_as_a_program(built, saved, subprocess_env):
-    ok = subprocess.run([sys.executable, "-m", "polydom.cli", "lookup", str(saved), "--size", "3", "--budget", "400", "--json"],
+    ok = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "lookup", str(saved), "--size", "3", "--budget", "400", "--json"],
                         capture_output=True, text=True, env=subprocess_env)
     assert ok.returncode == 0 and json.loads(ok.stdout)["key"] == built.lookup(3.0, 400.0).key
-    bad = subprocess.run([sys.executable, "-m", "polydom.cli", "inspect", str(saved / "nope")], capture_output=True,
+    bad = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "inspect", str(saved / "nope")], capture_output=True,
                          text=True, env=subprocess_env)
     assert bad.returncode == 1 and len(bad.stderr.splitlines()) == 1
 

@@ -154,7 +154,7 @@ def test_build_progress_lines_and_ctrl_c_resume(tmp_path, subprocess_env):
     spec.write_text(SLOW_SPEC)
     cache, out = tmp_path / "cache", tmp_path / "out"
     argv = ["build", f"{spec}:SPEC", "--out", str(out), "--cache", str(cache)]
-    proc = subprocess.Popen([sys.executable, "-m", "polydom.cli", *argv], stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "polydom.cli", *argv], stderr=subprocess.PIPE, text=True,
                             env=subprocess_env, cwd=tmp_path, start_new_session=True, preexec_fn=sigint_as_default)
     try:
         err = StderrLines(proc)
@@ -178,7 +178,7 @@ def test_build_progress_lines_and_ctrl_c_resume(tmp_path, subprocess_env):
     kept = int(match.group(1))
     assert kept == 3  # the sets trained before the gate, each committed as it was trained
     (tmp_path / "gate.open").touch()
-    done = subprocess.run([sys.executable, "-m", "polydom.cli", "build", *argv[1:]], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "build", *argv[1:]], capture_output=True, text=True,
                           env=subprocess_env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"reused={kept}" in done.stderr and f"at most {128 - kept})" in done.stderr
@@ -195,7 +195,7 @@ def test_an_images_build_reports_the_learners_warnings_once_also_from_workers(tm
             return {"images": images, "labels": labels, "features": ["thumbnail", "intensity_hist", "size_meta"],
                     "cv": 2, "estimator": LogisticRegression(max_iter=2), "random_state": 0}
     """))
-    proc = subprocess.run([sys.executable, "-m", "polydom.cli", "build", f"{spec}:DIGITS", "--out", str(tmp_path / "out"),
+    proc = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "build", f"{spec}:DIGITS", "--out", str(tmp_path / "out"),
                            "--n-jobs", "2"], capture_output=True, text=True, env=subprocess_env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "ConvergenceWarning" in proc.stderr and proc.stderr.count("ConvergenceWarning") == 1, proc.stderr

@@ -185,9 +185,9 @@ def test_the_command_runs_as_a_program_and_imports_neither_sklearn_nor_sympy(bui
         "heavy = [m for m in ('sklearn', 'sympy', 'scipy') if m in sys.modules]\n"
         "assert status == 0 and not heavy, (status, heavy)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env, timeout=120)
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=subprocess_env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["plan"]["total_cost"] == built.plan_batch(sizes, TOTAL).total_cost
-    ok = subprocess.run([sys.executable, "-m", "polydom.cli", "plan", str(saved), "--sizes", str(sizes_txt),
+    ok = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "plan", str(saved), "--sizes", str(sizes_txt),
                          "--total-budget", str(TOTAL)], capture_output=True, text=True, env=subprocess_env, timeout=120)
     assert ok.returncode == 0 and "points over the equal split" in ok.stdout

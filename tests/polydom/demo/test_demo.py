@@ -160,7 +160,7 @@ def test_demo_prints_progress_without_a_terminal_and_ctrl_c_ends_in_one_line(tmp
     out = tmp_path / "out"
     # Many held-out pictures: once training has begun, the run has well over ten seconds of work
     # left (featurising them all comes last), however loaded the machine is.
-    proc = subprocess.Popen([sys.executable, "-m", "polydom.cli", "demo", "--quick", "--out", str(out), "--n-jobs", "1",
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "polydom.cli", "demo", "--quick", "--out", str(out), "--n-jobs", "1",
                              "--held-out-per-class", "40"],
                             stderr=subprocess.PIPE, text=True, env=subprocess_env, cwd=tmp_path, start_new_session=True,
                             preexec_fn=_sigint_as_default)
@@ -224,7 +224,7 @@ def test_examples_run(script, args, tmp_path, repo_root, subprocess_env):
 
 
 def test_build_spec_example_does_not_flood_stderr_with_warnings(tmp_path, repo_root, subprocess_env):
-    proc = subprocess.run([sys.executable, "-m", "polydom.cli", "build", f"{repo_root / 'examples' / 'build_spec.py'}:SPEC",
+    proc = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "build", f"{repo_root / 'examples' / 'build_spec.py'}:SPEC",
                            "--out", str(tmp_path / "index")], cwd=tmp_path, env=subprocess_env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
