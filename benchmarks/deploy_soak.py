@@ -70,7 +70,7 @@ VARIANTS = {
 }
 #: Deploy kinds, in the order the publisher cycles through them, and the build each publishes.
 KINDS = {"reordered": "reordered", "added": "added", "classes": "strings", "swap": "base"}
-FAST = dict(cv=2, timing_sides=(8, 12, 16, 24, 32), timing_images=2, timing_repeats=1, random_state=0, progress=False)
+FAST = dict(cv=2, timing=polydom.Timing(sides=(8, 12, 16, 24, 32), images=2, repeats=1), random_state=0, progress=False)
 SIZES = (64.0, 144.0, 256.0, 576.0, 1024.0)
 BUDGETS = (0.0, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, math.inf)
 REQUEST_BUDGETS = (None, 0.0, 2e-4, 1e-3, 5e-3)

@@ -53,6 +53,7 @@ def main(argv=None) -> None:
         raise SystemExit("--spell must be at least 1 and --after at least 3 (the quiet phase is reported in thirds)")
     for name, forget_after in (("probes", "default"), ("never probes", None)):
         clf = polydom.CostSensitiveClassifier.load(f"{args.out}/index")
+        clf.planner_ = clf.server().planner  # served as a service serves: learning its guards
         guards = clf.planner_.serving_guards
         if guards is None:
             raise SystemExit("this classifier learns no serving guards (learn_guards=False or no guards)")

@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     test_images, y_test = [images[i] for i in test], np.asarray(labels)[test]
 
     stream = StampedStream(sys.stderr)
-    clf = CostSensitiveClassifier(features=FEATURES, alpha=args.alpha, n_jobs=args.n_jobs,
+    clf = CostSensitiveClassifier(features=FEATURES, selection=polydom.Selection(alpha=args.alpha), n_jobs=args.n_jobs,
                                   random_state=args.seed, progress=True)
     real_stderr, sys.stderr = sys.stderr, stream
     try:

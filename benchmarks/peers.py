@@ -339,16 +339,19 @@ def fit_polydom(train_images, y, groups, features, sides, *, cv, cost_quantile, 
     overrides the library's only when given. Timed at :func:`timing_sides`."""
     import polydom
 
-    extra = {} if cost_quantile is None else {"cost_quantile": cost_quantile}
+    extra = {} if cost_quantile is None else {"quantile": cost_quantile}
     clf = polydom.CostSensitiveClassifier(
-        features=list(features), cv=cv, timing_sides=timing_sides(sides), timing_repeats=5, timing_images=4,
-        cache_dir=cache_dir, backend="polydom", alpha=1.0, n_jobs=n_jobs, random_state=seed, progress=False, **extra,
+        features=list(features), cv=cv, timing=polydom.Timing(sides=timing_sides(sides), repeats=5, images=4, **extra),
+        cache_dir=cache_dir, selection=polydom.Selection(backend="polydom", alpha=1.0), n_jobs=n_jobs,
+        random_state=seed, progress=False,
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the learner's convergence tally; the fit stats keep it
         clf.fit(train_images, y, groups=groups)
-    return clf, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    clf.planner_ = clf.server().planner  # served as a service serves: learning its guards
+    return clf, seconds
 
 
 def without_guards(clf):
@@ -1069,8 +1072,12 @@ def run(args, cache, log, features, sides, budgets) -> dict:
         results[name] = cell_stats(ranked_grid.correct, ranked_grid.measured, test_sizes, sides, budgets)
         fit_seconds[name], models[name] = 0.0, "PolyDom's fit, re-ranked"
     log("served every method")
-    shown = ("cost_quantile", "calibrate_costs", "cost_guard", "tolerance", "scores", "e", "learners", "cv")
-    params = clf.get_params(deep=False)
+    shown = ("timing__quantile", "timing__calibrate", "serving__guard", "selection__tolerance", "selection__scores",
+             "selection__e", "learners", "cv")
+    params = {**clf.get_params(deep=False),
+              **{f"{group}__{k}": v for group, policy in zip(("selection", "timing", "cascade", "serving"),
+                                                           clf._policies()) if policy is not None
+                 for k, v in policy.get_params().items()}}
     guards = clf.index_.cost_guards() if hasattr(clf.index_, "cost_guards") else None
     return dict(args=args, summary=summarize(results, sides, budgets),
                 polydom_params=", ".join(f"`{k}={params[k]!r}`" for k in shown if k in params),

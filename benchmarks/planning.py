@@ -243,10 +243,11 @@ def demo_params(args) -> dict:
     ``--cost-quantile`` overrides one."""
     from polydom.demo import settings
 
-    params = {**settings.BASE_PARAMS, **dict(settings.BACKENDS)[settings.PRIMARY]}
+    changes = dict(dict(settings.BACKENDS)[settings.PRIMARY])
     if args.cost_quantile is not None:
-        params["cost_quantile"] = args.cost_quantile
-    return params
+        changes["timing"] = {**changes.get("timing", {}), "quantile": args.cost_quantile}
+    timing = polydom.Timing(sides=settings.TIMING_SIDES, repeats=5, images=4)
+    return settings.variant_params(changes, timing)
 
 
 def fit_real(args):
@@ -286,8 +287,8 @@ def fit_real(args):
         if not stored:
             log(f"{len(images)} images: {len(train)} for training, {len(test)} held out; fitting PolyDom α=1")
             clf = polydom.CostSensitiveClassifier(
-                features=list(DEFAULT_FEATURES), cv=3, timing_sides=TIMING_SIDES, timing_repeats=5, timing_images=4,
-                cache_dir=args.cache, n_jobs=None, random_state=0, progress=False, **params,
+                features=list(DEFAULT_FEATURES), cv=3, cache_dir=args.cache, n_jobs=None, random_state=0,
+                progress=False, **params,
             )
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

@@ -2,7 +2,7 @@
 
 The indexes are the demo's digits backends, PolyDom α=1 (the demo's primary) and Greedy, fitted
 as ``polydom demo`` fits them (its features, sides, timing sides and parameters, read from
-:mod:`polydom.demo.settings`; one classifier refitted with ``warm_start``, so both share one
+:mod:`polydom.demo.settings`; one classifier refitted with one cache directory, so both share one
 timing pass) on ``--train-per-class`` pictures per class. The fitted indexes are saved in
 ``--cache`` (a folder under the system's temporary directory by default, kept between runs) and
 loaded from there, so reruns plan on the same indexes.
@@ -69,7 +69,7 @@ def fit_indexes(cache: Path, train_per_class: int) -> dict:
 
         from polydom.demo.job import split_pictures
         from polydom.demo.settings import BACKENDS as DEMO_BACKENDS
-        from polydom.demo.settings import BASE_PARAMS, DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
+        from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES, variant_params
         from polydom.featurizers.datasets import load_digits_images
 
         settings = dict(DEMO_BACKENDS)
@@ -78,14 +78,15 @@ def fit_indexes(cache: Path, train_per_class: int) -> dict:
             train, _ = split_pictures(labels, len(DEFAULT_SIDES), train_per_class, 0)
             groups = np.arange(len(images)) // len(DEFAULT_SIDES)
             clf = polydom.CostSensitiveClassifier(
-                features=list(DEFAULT_FEATURES), cv=3, timing_sides=TIMING_SIDES, timing_repeats=5, timing_images=4,
-                cache_dir=str(cache / "expansion"), warm_start=True, n_jobs=None, random_state=0, progress=False,
+                features=list(DEFAULT_FEATURES), cv=3, cache_dir=str(cache / "expansion"), n_jobs=None,
+                random_state=0, progress=False,
             )
+            timing = polydom.Timing(sides=TIMING_SIDES, repeats=5, images=4)
             for name in BACKENDS:
                 t = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    clf.set_params(**{**BASE_PARAMS, **settings[name]}).fit(
+                    clf.set_params(**variant_params(settings[name], timing)).fit(
                         [images[i] for i in train], labels[train], groups=groups[train])
                 clf.index_.save(str(paths[name]))
                 log(f"fitted {name} in {time.perf_counter() - t:.0f} s: {clf.index_!r}")

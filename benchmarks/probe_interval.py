@@ -69,6 +69,7 @@ def main(argv=None) -> int:
         reference = None
         for value in values:
             clf = polydom.CostSensitiveClassifier.load(os.path.join(path, "index"))
+            clf.planner_ = clf.server().planner  # served as a service serves: learning its guards
             if clf.planner_.serving_guards is None:
                 sys.exit(f"probe_interval: {path}'s index learns no guards")
             clf.planner_.serving_guards.forget_after = value

@@ -1,7 +1,7 @@
 """Held-out accuracy within the measured budget, on real images, for every backend side by side.
 
 One run fits, on the same training pictures, features, learners and measured feature costs (one
-timing pass, shared through ``warm_start``):
+timing pass, shared through the cache directory):
 
 * ``PolyDom`` -- the defaults: learners raced per set, ``e="auto"``, scores ranked by their
   monotone fit, the paper's tie rule (``tolerance=0``), finalists rescored, median cost curves,
@@ -61,13 +61,13 @@ def paper_learner():
 METHODS = {
     "PolyDom": ({}, "select"),
     "PolyDom plain": ({}, "plain"),
-    "PolyDom cascade": ({"cascade": True}, "cascade"),
-    "PolyDom α=1.2": ({"alpha": 1.2}, "select"),
-    "Greedy": ({"backend": "greedy"}, "select"),
-    "GreedyAcc": ({"backend": "greedy-acc"}, "select"),
-    "GreedyCost": ({"backend": "greedy-cost"}, "select"),
-    "PolyDom (paper)": ({"estimator": "paper", "e": 0.0, "tolerance": 0.0, "finalist_repeats": 0,
-                         "cost_quantile": 0.95}, "plain"),
+    "PolyDom cascade": ({"cascade": {}}, "cascade"),
+    "PolyDom α=1.2": ({"selection": {"alpha": 1.2}}, "select"),
+    "Greedy": ({"selection": {"backend": "greedy"}}, "select"),
+    "GreedyAcc": ({"selection": {"backend": "greedy-acc"}}, "select"),
+    "GreedyCost": ({"selection": {"backend": "greedy-cost"}}, "select"),
+    "PolyDom (paper)": ({"learners": "paper", "selection": {"e": 0.0, "tolerance": 0.0, "finalist_repeats": 0},
+                         "timing": {"quantile": 0.95}}, "plain"),
 }
 #: The methods the default must match within one standard error in every cell.
 RIVALS = ("PolyDom α=1.2", "Greedy", "GreedyAcc", "GreedyCost")
@@ -91,22 +91,22 @@ def split(n_pictures: int, n_sides: int, test_fraction: float, seed: int):
 def fit_all(images, labels, groups, base: dict, methods, log):
     """Fit each method's classifier (the PolyDom variants that differ only in serving share one).
 
-    One classifier is refitted per method with ``warm_start``, as the demo fits its backends: the
-    feature matrix and the timing pass are measured once and shared, so the methods differ in
-    what they choose, not in the luck of their own timing run.
+    One classifier is refitted per method with the same cache directory, as the demo fits its
+    backends: the feature matrix and the cost fits are measured once and shared, so the methods
+    differ in what they choose, not in the luck of their own timing run.
     """
+    from polydom.demo.settings import variant_params
+
     fitted, seconds = {}, {}
     by_params = {}
-    clf = polydom.CostSensitiveClassifier(**base, warm_start=True)
-    defaults = clf.get_params(deep=False)
+    clf = polydom.CostSensitiveClassifier(**base)
     for name, (params, _) in methods.items():
         key = repr(sorted(params.items()))
         if key in by_params:
             fitted[name], seconds[name] = fitted[by_params[key]], seconds[by_params[key]]
             continue
-        options = dict(defaults, **params)
-        if options.get("estimator") == "paper":
-            options["estimator"] = paper_learner()
+        options = variant_params(params, base["timing"])
+        options["learners"] = paper_learner() if params.get("learners") == "paper" else None
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence warnings of the paper's learner
@@ -114,6 +114,7 @@ def fit_all(images, labels, groups, base: dict, methods, log):
         seconds[name] = time.perf_counter() - t0
         log(f"fitted {name} in {seconds[name]:.0f} s: {clf.index_!r}")
         fitted[name], by_params[key] = copy.copy(clf), name  # the next fit replaces clf's attributes
+        fitted[name].planner_ = clf.server().planner  # served as a service serves: learning its guards
     return fitted, seconds
 
 
@@ -227,8 +228,8 @@ def main() -> None:
         raise SystemExit("the reference method PolyDom must be among --methods")
     with tempfile.TemporaryDirectory(prefix="polydom-realdata-") as cache:
         base = dict(features=list(FEATURES), cv=args.cv, random_state=args.seed, n_jobs=args.n_jobs,
-                    cache_dir=cache, progress=False, timing_sides=tuple(sorted({max(8, sides[0] * 3 // 4), *sides,
-                                                                                 sides[-1] * 5 // 4})))
+                    cache_dir=cache, progress=False,
+                    timing=polydom.Timing(sides=tuple(sorted({max(8, sides[0] * 3 // 4), *sides, sides[-1] * 5 // 4}))))
         fitted, fit_seconds = fit_all([images[i] for i in train], labels[train], groups[train], base, methods, log)
         # Held-out features computed and timed once, serially, with no worker of ours running.
         held = extract_features([images[i] for i in test], resolve_features(FEATURES), n_jobs=None)

@@ -54,9 +54,9 @@ def main(argv=None) -> int:
     except ValueError as error:
         sys.exit(f"serving_guards: {error}")
     index_dir = os.path.join(args.out, "index")
-    fixed = polydom.CostSensitiveClassifier.load(index_dir)
-    fixed.planner_.serving_guards = None  # as learn_guards=False leaves it
+    fixed = polydom.CostSensitiveClassifier.load(index_dir)  # a classifier's own predictions learn nothing
     learning = polydom.CostSensitiveClassifier.load(index_dir)
+    learning.planner_ = learning.server().planner  # a server learns its guards
     if learning.planner_.serving_guards is None:
         sys.exit("serving_guards: this index learns no guards (fitted without guards or with learn_guards=False)")
     grids = {"fit only": serve_grid(fixed, matrix.X, matrix.seconds, sizes, y, DEFAULT_BUDGETS, cpu_seconds=matrix.cpu_seconds)}

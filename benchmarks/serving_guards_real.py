@@ -64,6 +64,7 @@ def main(argv=None) -> None:
         served = {}
         for which in ("tree", "rev"):
             clf = polydom.CostSensitiveClassifier.load(f"{args.out}/index")
+            clf.planner_ = clf.server().planner  # served as a service serves: learning its guards
             guards = clf.planner_.serving_guards
             if guards is None:
                 raise SystemExit("this classifier learns no serving guards (learn_guards=False or no guards)")

@@ -39,7 +39,9 @@ def main(argv=None) -> None:
     images, labels, _, test = load_run_split(args)
     rng = np.random.default_rng(args.seed)
     pick = rng.choice(test, min(args.images, len(test)), replace=False)
-    served = {flag: polydom.CostSensitiveClassifier.load(f"{args.out}/index").set_params(speculate=flag)
+    # Two servers, each learning its own guards as a service would.
+    served = {flag: polydom.CostSensitiveClassifier.load(f"{args.out}/index").set_params(
+                  serving=polydom.Serving(speculate=flag)).server()
               for flag in (True, False)}
     lines = [f"{len(pick)} held-out images of {dataset}, each served with and without speculate"]
     print(lines[0])

@@ -44,7 +44,8 @@ def build(out: str, *, per_class: int = 6, features=FEATURES, alpha: float = 1.0
     """Train on the example data and publish the classifier's index at ``out``."""
     images, labels, groups = training_data(per_class)
     clf = polydom.CostSensitiveClassifier(
-        features=list(features), cv=2, alpha=alpha, timing_images=3, timing_repeats=2,
+        features=list(features), cv=2, selection=polydom.Selection(alpha=alpha),
+        timing=polydom.Timing(images=3, repeats=2),
         cache_dir=cache_dir, n_jobs=n_jobs, random_state=0, progress=None if not quiet else False,
     )
     clf.fit(images, labels, groups=groups)

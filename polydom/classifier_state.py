@@ -170,8 +170,12 @@ def _json_params(params: dict) -> tuple[dict, dict]:
     """``(saved, unsaved)``: parameters as JSON, and the reprs of those JSON cannot hold."""
     from polydom.featurizers import Feature
 
+    from .policies import Policy
+
     saved, unsaved = {}, {}
     for key, value in params.items():
+        if isinstance(value, Policy):
+            value = value.to_json()
         if isinstance(value, tuple):
             saved.setdefault("__tuples__", []).append(key)  # JSON has lists only
         if isinstance(value, (list, tuple)):
@@ -231,10 +235,13 @@ class ClassifierMetadata:
 
         from polydom.index.storage.modelcodec import encode_model
 
-        params, unsaved = _json_params({k: v for k, v in clf.get_params(deep=False).items() if k != "estimator"})
+        learners = clf.learners
+        one = learners is not None and hasattr(learners, "fit")  # one classifier: saved as a model
+        params, unsaved = _json_params({k: v for k, v in clf.get_params(deep=False).items()
+                                        if not (k == "learners" and one)})
         estimator = None
-        if clf.estimator is not None:
-            payload = encode_model(clone(clf.estimator), "the estimator parameter")
+        if one:
+            payload = encode_model(clone(learners), "the learners parameter")
             estimator = base64.b64encode(payload).decode("ascii")
         state = clf._state() if state is None else state
         return cls(
@@ -327,15 +334,22 @@ class ClassifierMetadata:
                 params[key] = tuple(params[key])
         for key in self.unsaved_params:
             params.pop(key, None)
-        params["estimator"] = None
+        from .policies import Policy
+
+        for key, value in list(params.items()):
+            if isinstance(value, dict) and "policy" in value:
+                try:
+                    params[key] = Policy.from_json(value)
+                except (TypeError, ValueError) as exc:
+                    raise ClassifierStateError(f"the saved {key} parameter: {exc}") from None
         if self.estimator is not None:
             try:
                 payload = base64.b64decode(self.estimator, validate=True)
             except (binascii.Error, ValueError):
                 raise ClassifierStateError("the saved estimator parameter is not base64 text") from None
             # The metadata is covered by the index's state checksum; the payload's own is implied.
-            params["estimator"] = decode_model(payload, digest(payload), normalize_trusted(trusted),
-                                               "the saved estimator parameter")
+            params["learners"] = decode_model(payload, digest(payload), normalize_trusted(trusted),
+                                              "the saved learners parameter")
         return params
 
     def serving_state(self, source, view, where):
@@ -426,10 +440,7 @@ def load_classifier(cls, path, trusted=None):
     index = polydom.load(path, trusted=trusted)
     meta, state = state_from_version(index, view_of(index), path)
     try:
-        params = meta.init_params(trusted)
-        # A classifier saved before it had a ``scores`` parameter ranked by measured scores; the
-        # index says which ranking it was built with, so a clone or refit keeps it.
-        params.setdefault("scores", state.index.params.get("scores", "measured"))
+        params = _grouped(meta.init_params(trusted), state.index.params.get("scores", "measured"))
         clf = cls(**params)
         check_params(clf.get_params(deep=False), CONSTRAINTS)
         if clf.learners is not None:  # learners are objects, never JSON: a stored value is crafted
@@ -442,6 +453,54 @@ def load_classifier(cls, path, trusted=None):
         raise ClassifierStateError(f"the classifier saved at {path} cannot be loaded: {exc}") from None
     clf._adopt_state(index, state)
     return clf
+
+
+#: Where each parameter of the flat constructor (saved before the settings were grouped) went.
+_FLAT = {
+    "alpha": ("selection", "alpha"), "e": ("selection", "e"), "tolerance": ("selection", "tolerance"),
+    "scores": ("selection", "scores"), "cv_repeats": ("selection", "cv_repeats"),
+    "finalist_repeats": ("selection", "finalist_repeats"), "scoring": ("selection", "scoring"),
+    "backend": ("selection", "backend"), "lambdas": ("selection", "lambdas"),
+    "cost_quantile": ("timing", "quantile"), "cost_degree": ("timing", "degree"),
+    "calibrate_costs": ("timing", "calibrate"), "timing_sides": ("timing", "sides"),
+    "timing_repeats": ("timing", "repeats"), "timing_images": ("timing", "images"),
+    "cost_guard": ("serving", "guard"), "learn_guards": ("serving", "learn_guards"),
+    "speculate": ("serving", "speculate"), "extrapolate": ("serving", "extrapolate"),
+    "cascade_loss": ("cascade", "loss"), "cascade_price": ("cascade", "price"),
+    "cascade_relative_price": ("cascade", "relative_price"), "cascade_mean_cost": ("cascade", "mean_cost"),
+    "cascade_saving": ("cascade", "saving"), "cascade_per_class": ("cascade", "per_class"),
+}
+
+
+def _grouped(params: dict, scores: str) -> dict:
+    """Constructor arguments from saved parameters, those of the flat constructor grouped.
+
+    A classifier saved before it had a ``scores`` setting ranked by measured scores: ``scores``
+    (what the index says it was built with) fills it, so that a clone or refit keeps it.
+    """
+    from .policies import Cascade, Selection, Serving, Timing
+
+    groups: dict[str, dict] = {"selection": {}, "timing": {}, "cascade": {}, "serving": {}}
+    flat = {k: params.pop(k) for k in list(params) if k in _FLAT}
+    for key, value in flat.items():
+        group, name = _FLAT[key]
+        groups[group][name] = value
+    cascading = params.pop("cascade", None)
+    if params.pop("estimator", None) is not None and params.get("learners") is None:
+        raise ValueError("a saved estimator parameter without its model")
+    params.pop("warm_start", None)
+    if "selection" not in params:  # saved by the flat constructor
+        groups["selection"].setdefault("scores", scores)
+        params["selection"] = Selection(**groups["selection"])
+    if groups["timing"] and params.get("timing") is None:
+        params["timing"] = Timing(**groups["timing"])
+    if groups["serving"] and params.get("serving") is None:
+        params["serving"] = Serving(**groups["serving"])
+    if isinstance(cascading, Cascade):
+        params["cascade"] = cascading
+    elif cascading is True:
+        params["cascade"] = Cascade(**groups["cascade"])
+    return params
 
 
 def _check_fitted(state, index) -> None:

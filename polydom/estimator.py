@@ -22,6 +22,7 @@ from .constraints import Integer, check_param
 from .costs import measure_feature_costs
 from .inputs import as_image_list, check_budgets, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
+from .policies import Cascade, Selection, Serving, Timing
 from .serving import Explanation
 from .servingstate import Refusal, ServingState, follow, view_of
 
@@ -36,151 +37,38 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     features : list of str or Feature, optional
         The candidate features, by registry name or as :class:`polydom.featurizers.Feature`
         objects, in the index's feature order. ``None``: polydom's built-in image features.
-    estimator : scikit-learn classifier, optional
-        One black-box learner, cloned for every feature set (the paper's setting; its learner
-        was ``make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1"))``).
-        Linear classifiers (behind ``StandardScaler``) are served through a lean numpy path.
-    learners : list of classifiers or of (name, classifier), optional
-        Several learners: each feature set gets the best of them. With the PolyDom backend they
-        race on the screening draw (a 2-fold split, below); otherwise on the first fold, so
-        that clearly worse ones stop early. ``None`` and no ``estimator``:
-        :func:`polydom.blackbox.default_learners` (LDA with shrinkage, logistic regression).
+    learners : classifier, or list of classifiers or of (name, classifier), optional
+        The black box, cloned for every feature set. Several: each set gets the best of them,
+        raced on one draw of folds. ``None``: :func:`polydom.blackbox.default_learners` (LDA
+        with shrinkage, logistic regression). Linear classifiers (behind ``StandardScaler``)
+        are served through a lean numpy path.
     budget : float, optional
         Default seconds of feature extraction per image. ``None``: no limit.
-    alpha : float, default 1.0
-        Approximation factor of the PolyDom backend (>= 1; 1 is exact). With an int ``cv`` and
-        four or more features, a PolyDom build *screens* every set it explores on a 2-fold draw
-        and trains fully (``cv`` folds, a model on every row) only the sets whose upper bound
-        could still put them on the skyline (``docs/screening.md``).
-    e : float or "auto", default "auto"
-        Monotonicity tolerance of the lattice exploration; ``"auto"`` measures it on the trained
-        sets (``index_.stats["e_used"]``), so that alpha = 1 stays exact on the scores it has.
-    tolerance : float or None, default 0.0
-        The tie rule: among affordable sets within ``tolerance`` of the best, serve the cheapest.
-        ``0``: the most accurate (the paper's rule); ``None``: within one standard error of the
-        difference of their scores (opt-in: with few training items it serves too cheap sets).
-    scores : {"bounded", "monotone", "measured"}, default "bounded"
-        What the PolyDom index ranks trained sets by. ``"monotone"``: the weighted isotonic fit
-        of the cross-validated scores on the subset order (a superset never ranks below its
-        subset), which takes out the luck that picking the best of many noisy scores rewards.
-        ``"bounded"``: that fit held within one standard error of each set's measured score, so
-        no set is served whose measured score lies more than the two sets' standard errors
-        below an affordable trained set (:func:`polydom.index.ranking.bounded_scores`).
-        ``"measured"``: the scores as cross-validated. ``index_.with_scores(mode)`` re-ranks a
-        fitted index without training (``docs/score-ranking.md``).
-        ``index_.measured_scores`` holds the measured scores either way. PolyDom backend only
-        (the Greedy backends walk the measured scores).
     cv : int or cross-validation splitter, default 5
         Folds for each feature set's score. An int gives stratified k-fold, grouped by ``groups``
         when ``fit`` gets them (keep renderings of one picture in one fold).
-    cv_repeats : int, default 1
-        With an int ``cv``: score every set on this many shuffled k-fold draws.
-    finalist_repeats : int, default 2
-        With an int ``cv``: the sets the index can serve are scored again on this many further
-        draws before the sweep, so the served sets carry the lowest-variance estimates.
-    cascade : bool, default False
-        Learn per-prefix confidence thresholds (out of fold) and stop computing features once a
-        prefix's model is sure (``explain`` shows where each image stopped).
-    cascade_loss : float, default 0.0
-        The out-of-fold accuracy (a fraction of the items) a cascade may give up for the
-        features it saves. A prefix's early answer counts as a loss where it is wrong and the
-        whole set is right, and never as a gain: at 0 the cascade stops early only where no
-        such item was seen out of fold.
-    cascade_price : float, optional
-        Instead of ``cascade_loss``: the out-of-fold accuracy worth one second of mean
-        extraction time per image. Each set's thresholds maximise accuracy minus price times
-        mean cost (each item's cost is that of the prefix it stops at, at its own size), so
-        ``cascade_price=10`` gives up 0.01 of accuracy for every millisecond saved on average.
-    cascade_relative_price : float, optional
-        Instead of ``cascade_loss``: the out-of-fold accuracy worth a set's whole extraction
-        time. Each item's cost counts as the fraction of its set's cost (at its size) paid
-        before it stopped, so ``cascade_relative_price=0.05`` gives up 0.01 of accuracy for
-        every fifth of the cost saved, on cheap sets and dear ones alike.
-    cascade_mean_cost : float, optional
-        Instead of ``cascade_loss``: a mean extraction time per image (seconds) for each set's
-        cascade; its thresholds are the most accurate out of fold that meet it, found by
-        bisection on the price. A set that costs less than this in full, or whose cascade
-        cannot get that cheap, keeps its plain walk.
-    cascade_saving : float in [0, 1], optional
-        Instead of ``cascade_loss``: the share of each set's extraction time its cascade saves
-        out of fold (each image's cost a fraction of the whole set's at its size), at the most
-        accurate thresholds that do. A set whose cascade cannot save that much keeps its plain walk.
-    cascade_per_class : bool, default False
-        One confidence threshold per prefix and predicted class instead of one per prefix. It
-        needs many training items per class: chosen from a few hundred, per-class thresholds
-        fit the noise of the out-of-fold predictions.
-    extrapolate : {"warn", "raise", "allow"}, default "warn"
-        A prediction for an image outside the timed sizes: warn once, raise, or stay silent.
-    scoring : str or callable, default "accuracy"
-        The score maximised; its values must lie in ``[0, 1]``.
-    cost_quantile : float in [0, 1] or "max", default 0.5
-        The quantile of each feature's measured times its cost curve follows: the median by
-        default, since serving measures the real clock and falls back or upgrades as features
-        finish; ``"max"`` is the paper's worst-case provisioning.
-    cost_degree : int, default 2
-        Degree of the cost polynomials (non-negative coefficients).
-    calibrate_costs : bool, default True
-        Raise each curve by the overhead a request pays on top of the timing pass's primed CPU
-        time (cold caches, wall clock), measured on the training extraction
-        (:mod:`polydom.calibration`).
-    cost_guard : float in [0.5, 1] or None, default 0.9
-        The late-share tolerance, as ``1 - cost_guard``: anytime serving starts a feature only
-        if the time used plus its predicted cost times this quantile of measured / predicted
-        (over the training extraction, at the item's size) fits the budget, and only if the
-        start raises the expected on-time accuracy (:mod:`polydom.index.anytime`, *what is at
-        stake*); None: its predicted cost alone. A feature started at the edge of the budget
-        overruns it with probability about ``1 - cost_guard`` (``docs/start-rule.md``).
-    learn_guards : bool, default True
-        Let serving replace the fit's guards by the same quantile as the median and upper
-        quartile of the measured / predicted times of the features it computes predict (per
-        feature and size band, once 20 calls were seen; before that, the calls of every feature
-        in the band may raise a feature's guard): the machine that serves is not the one that
-        was timed. A minority of preempted calls moves neither statistic; they lower the chance
-        to finish, which the start rule weighs (:mod:`polydom.index.servingguards`).
-    speculate : bool, default False
-        Where the guards stop the anytime walk but the next feature's predicted cost still fits
-        and would serve a more accurate set, compute it anyway on a worker thread and answer at
-        the deadline with what was computed if it has not finished (it is left to finish
-        unused). Replayed on the demo's recorded times it raised the on-time mean over cells by
-        0.024-0.047 with no answer late. Served for real (``benchmarks/speculation.py``, one
-        image after another on two cores) it is neither free nor exactly on time: the hand-off
-        to the worker and the timed wait's wake-up cost tens of microseconds, and an abandoned
-        computation shares the machine with the next requests. At 0.5 ms, on 300 held-out
-        images each, it answered 6.0% (digits) and 2.0% (Fashion-MNIST) of them late where the
-        walk without it answered 3.0% and 1.0% late, and its on-time accuracy was 0.803 and 0.617
-        against 0.873 and 0.620 without; at 2 ms the on-time accuracy was the same with and
-        without it (0.910 and 0.733). So it is opt-in. Read at prediction time; PolyDom indexes
-        only (Greedy walks its own sequence).
-    backend : str, default "polydom"
-        A name from :func:`polydom.backends.buildable` (``"polydom"``, ``"greedy"``,
-        ``"greedy-acc"``, ``"greedy-cost"``). The Greedy backends expand at ``n0`` = the median
-        training item size and walk their sequence on the real clock when predicting.
-    lambdas : sequence of float, optional
-        The λ grid, for the backends that take one (``backend="greedy"``).
-    timing_sides : sequence of int, optional
-        Square sides to time the features at, on resized copies of the largest training images,
-        beside the training extraction's own calls. ``None``: only the sides the training
-        images lack (too few distinct sizes for ``cost_degree``, or neighbouring sizes more
-        than 2x apart in side; never beyond the largest image), within a cap of a quarter of
-        the extraction's compute time (``docs/timing-pass.md``).
-    timing_repeats : int, default 5
-        Calls per resized image at each timed side (with ``timing_images``; the cap may take
-        fewer where the sides were not named).
-    timing_images : int, default 8
-        How many of the largest training images are resized and timed at each side.
+    selection : Selection, optional
+        How the index chooses among trained sets: backend, ``alpha``, ranking, scoring
+        (:class:`polydom.Selection`; ``None``: its defaults).
+    timing : Timing, optional
+        How the cost curves are measured (:class:`polydom.Timing`; ``None``: its defaults).
+    cascade : Cascade, optional
+        Confidence cascades: stop computing features once a prefix's model is sure
+        (:class:`polydom.Cascade`). ``None``: no cascade.
+    serving : Serving, optional
+        The late-share tolerance, learned guards, speculation, extrapolation
+        (:class:`polydom.Serving`; ``None``: its defaults).
     cache_dir : str or path, optional
         Cache feature matrices and trained feature sets here, keyed by fingerprints of the data,
         the features and the learner: a refit trains only the sets not trained before.
-    warm_start : bool, default False
-        Reuse the previous fit's feature matrix and measured costs when the images, features and
-        timing parameters are unchanged: a refit with another ``alpha`` or ``backend`` only builds.
     n_jobs : int, optional
         Parallel feature extraction and training (joblib; ``-1``: all cores).
     random_state : int, optional
-        Seeds the folds, the choice of timing images and every unset ``random_state`` of the
-        learner: fits with the same seed give the same index and predictions.
+        Seeds the folds, the timing images and every unset ``random_state`` of the learners:
+        fits with the same seed give the same index and predictions.
     progress : bool, optional
-        Progress bars (tqdm) for extraction, timing and training; ``None``: on a terminal only.
+        Progress bars on a terminal; plain lines elsewhere with ``True``; ``None``: on a
+        terminal only.
 
     Attributes
     ----------
@@ -216,8 +104,9 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     columns, ``classes_``, cost fits, the planner with its plans, learned guards and cascades --
     which a fit, :meth:`load`, :meth:`recost` or a refresh replaces whole, in one assignment.
     ``predict``, ``predict_proba``, ``explain`` and ``score`` read it once at their start, so
-    each answers wholly from one version; predicting changes no attribute (the guards serving
-    learns live in that state's planner, not in anything ``get_params`` or ``clone`` sees).
+    each answers wholly from one version; predicting changes no attribute and learns
+    nothing: a service that should learn its guards from the requests asks for a
+    :meth:`server`, which holds them.
 
     *Refreshing.* A loaded classifier's ``index_.refresh()`` (or :meth:`refresh`) adopts the
     newest version at its path. The next request, or attribute read, rebuilds the serving state
@@ -225,7 +114,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     a feature added or other classes is served as :meth:`load` would serve it -- or, where the
     version cannot be served (not saved by a classifier, damaged, a model refused), raises
     :class:`~polydom.classifier_state.ClassifierStateError` at every request until a servable
-    version is adopted. The parameters stay this classifier's: ``budget`` and ``speculate`` still
+    version is adopted. The parameters stay this classifier's: ``budget`` and ``serving`` still
     apply, and ``get_params`` does not change (load the path again for the refit's parameters).
 
     See Also
@@ -239,7 +128,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     >>> images, labels, sides = load_digits_images(sides=(16, 32), n_per_class=6)
     >>> groups = np.arange(len(images)) // 2          # each digit is rendered at two sizes
     >>> clf = polydom.CostSensitiveClassifier(
-    ...     features=["intensity_hist", "thumbnail"], cv=2, timing_images=2, timing_repeats=1,
+    ...     features=["intensity_hist", "thumbnail"], cv=2, timing=polydom.Timing(images=2, repeats=1),
     ...     random_state=0, progress=False).fit(images, labels, groups=groups)
     >>> clf.predict(images[:3], budget=0.005).shape    # 5 ms of feature extraction per image
     (3,)
@@ -249,52 +138,51 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
     _constraints = CONSTRAINTS  # declared in polydom.classifier_params, checked when fit starts
 
-    def __init__(self, features=None, estimator=None, *, learners=None, budget=None, alpha=1.0, e="auto",
-                 tolerance=0.0, scores="bounded", cv=5, cv_repeats=1, finalist_repeats=2, cascade=False, cascade_loss=0.0,
-                 cascade_price=None, cascade_relative_price=None, cascade_mean_cost=None, cascade_saving=None, cascade_per_class=False, extrapolate="warn", scoring="accuracy", cost_quantile=0.5, cost_degree=2,
-                 calibrate_costs=True, cost_guard=0.9, learn_guards=True, speculate=False, backend="polydom",
-                 lambdas=None, timing_sides=None, timing_repeats=5, timing_images=8, cache_dir=None,
-                 warm_start=False, n_jobs=None, random_state=None, progress=None):
+    def __init__(self, features=None, learners=None, *, budget=None, cv=5, selection=None, timing=None, cascade=None,
+                 serving=None, cache_dir=None, n_jobs=None, random_state=None, progress=None):
         self.features = features
-        self.estimator = estimator
         self.learners = learners
         self.budget = budget
-        self.alpha = alpha
-        self.e = e
-        self.tolerance = tolerance
-        self.scores = scores
         self.cv = cv
-        self.cv_repeats = cv_repeats
-        self.finalist_repeats = finalist_repeats
+        self.selection = selection
+        self.timing = timing
         self.cascade = cascade
-        self.cascade_loss = cascade_loss
-        self.cascade_price = cascade_price
-        self.cascade_relative_price = cascade_relative_price
-        self.cascade_mean_cost = cascade_mean_cost
-        self.cascade_saving = cascade_saving
-        self.cascade_per_class = cascade_per_class
-        self.extrapolate = extrapolate
-        self.scoring = scoring
-        self.cost_quantile = cost_quantile
-        self.cost_degree = cost_degree
-        self.calibrate_costs = calibrate_costs
-        self.cost_guard = cost_guard
-        self.learn_guards = learn_guards
-        self.speculate = speculate
-        self.backend = backend
-        self.lambdas = lambdas
-        self.timing_sides = timing_sides
-        self.timing_repeats = timing_repeats
-        self.timing_images = timing_images
+        self.serving = serving
         self.cache_dir = cache_dir
-        self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
 
+    def _policies(self) -> tuple[Selection, Timing, Cascade | None, Serving]:
+        """The four groups of settings, defaults where ``None``."""
+        return (self.selection if self.selection is not None else Selection(),
+                self.timing if self.timing is not None else Timing(), self.cascade,
+                self.serving if self.serving is not None else Serving())
+
+    def _settings(self) -> dict:
+        """The parameters as the fit pipeline reads them (:class:`polydom.pipeline.FitSettings`)."""
+        selection, timing, cascade, serving = self._policies()
+        cascading = cascade if cascade is not None else Cascade()
+        return dict(
+            features=self.features, learners=self.learners, cv=self.cv, cache_dir=self.cache_dir,
+            n_jobs=self.n_jobs, random_state=self.random_state, progress=self.progress,
+            alpha=selection.alpha, e=selection.e, tolerance=selection.tolerance, scores=selection.scores,
+            cv_repeats=selection.cv_repeats, finalist_repeats=selection.finalist_repeats,
+            scoring=selection.scoring, backend=selection.backend, lambdas=selection.lambdas,
+            cost_quantile=timing.quantile, cost_degree=timing.degree, calibrate_costs=timing.calibrate,
+            timing_sides=timing.sides, timing_repeats=timing.repeats, timing_images=timing.images,
+            cascade=cascade is not None, cascade_loss=cascading.loss, cascade_price=cascading.price,
+            cascade_relative_price=cascading.relative_price, cascade_mean_cost=cascading.mean_cost,
+            cascade_saving=cascading.saving, cascade_per_class=cascading.per_class,
+            cost_guard=serving.guard, learn_guards=serving.learn_guards, extrapolate=serving.extrapolate,
+        )
+
     def _check_params(self) -> None:
-        """The constraint table, then the rules that relate two parameters."""
+        """The constraint table, then each group's own check."""
         check_params(self.get_params(deep=False), self._constraints)
+        for policy in self._policies():
+            if policy is not None:
+                policy.check()
 
     def fit(self, images, y, *, groups=None):
         """Measure costs, train the feature sets the lattice explores, and build the index.
@@ -325,15 +213,14 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         images = check_images(images, purpose="training image is required")
         y = check_labels(y, len(images))
         groups = check_groups(groups, len(images))
-        settings = FitSettings.from_params(self.get_params(deep=False))
-        result = run_fit(images, y, groups, settings, getattr(self, "_reusable", None) if self.warm_start else None)
+        settings = FitSettings.from_params(self._settings())
+        result = run_fit(images, y, groups, settings)
         state = ServingState.build(
             result.index, features={f.name: f for f in result.features}, classes=result.classes,
             columns=result.columns, cost_fits=result.fits, n0=result.n0, timing_sides=result.timing_sides,
             fit_stats=result.stats, cascade=result.cascade,
         )
         self._adopt_state(result.index, state)
-        self._reusable = result.warm if self.warm_start else None  # what the next warm fit may skip
         return self
 
     def save(self, path, **options) -> str:
@@ -471,7 +358,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         sides : sequence of int, optional
             Default: the sides used at fit time.
         repeats : int, optional
-            Default: ``timing_repeats``.
+            Default: the ``timing`` group's ``repeats``.
 
         Returns
         -------
@@ -480,10 +367,11 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         state = self._state()  # NotFittedError before fit; one version throughout
         images = check_images(images, purpose="image is required to time the features")
         sides = tuple(state.timing_sides if sides is None else sides)
-        repeats = self.timing_repeats if repeats is None else repeats
+        timing = self._policies()[1]
+        repeats = timing.repeats if repeats is None else repeats
         check_param("repeats", repeats, [Integer(low=1)])
         fits = measure_feature_costs(list(state.planner.features.values()), images, sides, repeats=repeats,
-                                     quantile=self.cost_quantile, degree=self.cost_degree, progress=self.progress)
+                                     quantile=timing.quantile, degree=timing.degree, progress=self.progress)
         # The serving overhead and guard were learned at fit time, on the training extraction.
         fits = {name: carry_calibration(state.cost_fits[name], fit) for name, fit in fits.items()}
         planner = state.planner.with_costs({name: fit.curve for name, fit in fits.items()})
@@ -503,10 +391,23 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         if total_budget is None:
             budgets = check_budgets(self.budget if budget is None else budget, len(images))
             # Read per request, never written into the planner: predicting changes no state.
-            return state, state.planner, images, budgets, {"speculate": bool(self.speculate)}
+            return state, state.planner, images, budgets, {"speculate": bool(self._policies()[3].speculate)}
         if budget is not None:
             raise ValueError("give budget (seconds per image) or total_budget (seconds for the batch), not both")
         return state, BatchServer(state.planner), images, total_budget, {}
+
+    def server(self):
+        """A :class:`~polydom.serving.Server` for this classifier's version: it serves as
+        :meth:`predict` does and learns each feature's guard from the requests it serves
+        (``serving`` group's ``learn_guards``). The classifier itself never changes by predicting.
+        """
+        from .serving import Server, ServingPlanner
+
+        state = self._state()
+        serving = self._policies()[3]
+        planner = ServingPlanner(state.index, state.planner.features, cascade=state.planner.cascade,
+                                 speculate=serving.speculate, learn=serving.learn_guards)
+        return Server(planner, state.classes, budget=self.budget, speculate=serving.speculate)
 
     def predict(self, images, budget=None, *, total_budget=None) -> np.ndarray:
         """Predict each image's class within its budget, computing only the chosen features.

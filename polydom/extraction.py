@@ -25,7 +25,7 @@ import numpy as np
 
 from polydom.featurizers import Feature, FeatureError, validate_image
 
-__all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint"]
+__all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "machine_fingerprint"]
 
 _FORMAT = b"polydom-feature-matrix-v1"
 
@@ -97,7 +97,8 @@ def images_fingerprint(images: Sequence[np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def _machine_fingerprint() -> str:
+def machine_fingerprint() -> str:
+    """What makes measured times this machine's: its name, architecture, cores and Python."""
     return repr((platform.node(), platform.machine(), platform.processor(), os.cpu_count(), sys.version))
 
 
@@ -133,7 +134,7 @@ def _widths(features: Sequence[Feature], first) -> list[int]:
 
 def _cache_path(cache_dir, images, features) -> str:
     h = hashlib.sha256(_FORMAT)
-    for part in (feature_fingerprint(features), images_fingerprint(images), _machine_fingerprint()):
+    for part in (feature_fingerprint(features), images_fingerprint(images), machine_fingerprint()):
         h.update(part.encode())
     return os.path.join(os.fspath(cache_dir), f"features-{h.hexdigest()[:32]}.npz")
 

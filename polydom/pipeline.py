@@ -9,8 +9,8 @@
    trained again.
 
 :func:`run_fit` runs the four steps on validated parameters (:class:`FitSettings`) and returns a
-:class:`FitResult`. A :class:`WarmStart` from the previous run lets steps 1 and 2 be skipped when
-their inputs did not change, so a refit with another ``alpha`` or backend only rebuilds.
+:class:`FitResult`. With a cache directory, the feature matrix, the cost fits and the trained
+sets are reused when their inputs are unchanged, so a refit with another ``alpha`` or backend only builds.
 
 Progress (:class:`TrainingProgress`): bars on a terminal; with ``progress=True`` and no terminal,
 plain lines -- one per step, and the sets trained with their rate and the time left at that rate.
@@ -25,7 +25,7 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ from .calibration import CALIBRATION_IMAGES, calibrate_fits, guard_table, servin
 from .costs import TIMING_SHARE, CostFit, bin_sizes, costs_from_extraction, plan_timing
 from .progress import ProgressLog
 
-__all__ = ["FitSettings", "WarmStart", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
+__all__ = ["FitSettings", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
            "learner_estimator", "MAX_FEATURES"]
 
 
@@ -115,9 +115,10 @@ class FitSettings:
 
     @classmethod
     def from_params(cls, params: dict) -> "FitSettings":
-        """Settings from ``get_params(deep=False)`` of a classifier whose parameters passed validation."""
+        """Settings from a validated classifier's parameters, its groups flattened
+        (``CostSensitiveClassifier._settings``)."""
         names = [f.name for f in dataclasses.fields(cls) if f.name not in ("features", "estimator")]
-        learners = params["learners"] if params["learners"] is not None else params["estimator"]
+        learners = params["learners"]
         return cls(
             features=_feature_list(params["features"]),
             estimator=learner_estimator(learners, params["random_state"]),
@@ -127,17 +128,6 @@ class FitSettings:
     def cache_path(self, part: str) -> str | None:
         """``cache_dir/part``, or None without a cache directory."""
         return None if self.cache_dir is None else os.path.join(os.fspath(self.cache_dir), part)
-
-
-@dataclass(frozen=True)
-class WarmStart:
-    """What a warm-started refit may reuse: the feature matrix and the cost fits, with the keys
-    of what they were computed from (images and features; timing parameters)."""
-
-    data_key: tuple
-    matrix: Any
-    timing_key: tuple
-    fits: dict
 
 
 @dataclass(frozen=True)
@@ -152,7 +142,6 @@ class FitResult:
     n0: float
     timing_sides: tuple
     stats: dict
-    warm: WarmStart = field(repr=False)
     cascade: bool = False
 
     def fitted_attributes(self) -> dict[str, Any]:
@@ -382,6 +371,51 @@ def _measure_costs(images, sizes, matrix, s: FitSettings, say) -> dict[str, Cost
     return fits
 
 
+class _CostCache:
+    """Cost fits kept in the cache directory under a digest of what they were measured from
+    (images, features, timing settings, this machine): a refit that changes only how sets are
+    chosen reuses them, as it reuses the feature matrix."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def read(self) -> dict | None:
+        import json
+
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            return {name: CostFit.from_json(name, fit) for name, fit in data.items()}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # absent or unreadable: measure again
+
+    def write(self, fits: dict) -> None:
+        import json
+        import tempfile
+
+        directory = os.path.dirname(self.path)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".costs-", suffix=".json", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({name: fit.to_json() for name, fit in fits.items()}, fh, allow_nan=False)
+            os.replace(tmp, self.path)  # readers see the old file or the whole new one
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def _cost_cache(s: FitSettings, timing_key: tuple) -> _CostCache | None:
+    from .extraction import machine_fingerprint
+
+    directory = s.cache_path("costs")
+    if directory is None:
+        return None
+    digest = hashlib.sha256(repr((timing_key, machine_fingerprint())).encode()).hexdigest()[:32]
+    return _CostCache(os.path.join(directory, f"costs-{digest}.json"))
+
+
 def _measured_range(fits: dict) -> tuple[float, float]:
     """The smallest and largest item size any feature was timed at."""
     ranges = [fit.measured_range for fit in fits.values()]
@@ -394,11 +428,11 @@ def _timed_sides(fits: dict) -> tuple[int, ...]:
     return tuple(sorted({int(round(float(np.sqrt(n)))) for n in sizes}))
 
 
-def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: WarmStart | None = None) -> FitResult:
+def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitResult:
     """Run extract -> time -> learn -> build on validated images and labels.
 
-    ``warm`` (the previous run's :attr:`FitResult.warm`) skips extraction when the images and
-    features are unchanged, and timing when the timing parameters are unchanged too.
+    With a cache directory, the feature matrix, the cost fits and the trained sets are read from
+    it when their inputs are unchanged (a refit with another ``alpha`` or backend only builds).
     """
     import polydom
 
@@ -415,21 +449,22 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     t0 = time.perf_counter()
     sizes = np.array([item_size(im) for im in images], dtype=np.int64)
     data_key = (images_fingerprint(images), feature_fingerprint(s.features))
-    if warm is not None and warm.data_key == data_key:
-        matrix = warm.matrix
-    else:
-        say(f"computing {len(s.features)} features of {len(images)} images")
-        matrix = extract_features(images, s.features, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
-                                  progress=log.counter("computing features", len(images), "images") if plain else bars)
+    say(f"computing {len(s.features)} features of {len(images)} images")
+    matrix = extract_features(images, s.features, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
+                              progress=log.counter("computing features", len(images), "images") if plain else bars)
 
     t1 = time.perf_counter()
     timing_key = (data_key, None if s.timing_sides is None else tuple(s.timing_sides), s.timing_repeats,
                   s.timing_images, s.cost_quantile, s.cost_degree, s.calibrate_costs, s.cost_guard,
                   repr(s.random_state))
-    if warm is not None and warm.timing_key == timing_key:
-        fits = warm.fits
-    else:
+    cached = _cost_cache(s, timing_key)
+    fits = cached.read() if cached is not None else None
+    if fits is None:
         fits = _measure_costs(images, sizes, matrix, s, say)
+        if cached is not None:
+            cached.write(fits)
+    else:
+        say("reusing the cost fits cached for these images, features and timing settings")
 
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)
@@ -502,5 +537,5 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, warm: Wa
     return FitResult(
         index=index, classes=np.unique(y), features=list(s.features), columns=dict(matrix.columns), fits=fits,
         n0=n0, timing_sides=_timed_sides(fits), stats=stats,
-        warm=WarmStart(data_key, matrix, timing_key, fits), cascade=s.cascade,
+        cascade=s.cascade,
     )

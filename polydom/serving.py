@@ -31,7 +31,7 @@ from polydom.index.servingguards import ServingGuards
 from .calibration import DEFAULT_GUARD_QUANTILE
 from .lean import lean_model
 
-__all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner"]
+__all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner", "Server"]
 
 _FLOAT_MAX = sys.float_info.max
 _EMPTY = np.zeros(0)
@@ -157,7 +157,8 @@ class ServingPlanner:
         At least every feature of ``index``.
     """
 
-    def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False, speculate: bool = False):
+    def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False, speculate: bool = False,
+                 learn: bool = True):
         missing = [n for n in index.features if n not in features]
         if missing:
             raise ValueError(f"no Feature objects for the index's features {missing}")
@@ -173,14 +174,18 @@ class ServingPlanner:
         self.speculate = bool(speculate)
         # Guards that follow this process's measured feature times (polydom.index.servingguards),
         # at the quantile the fit's guards were taken at; none where the index has no guards or
-        # was fitted with learn_guards=False (the quantile is then None).
+        # was fitted with learn_guards=False (the quantile is then None), or with ``learn=False``
+        # (a classifier's own planner: its predictions change nothing, the fit's guards decide).
         params = getattr(index, "params", None) or {}
         quantile = params.get("cost_guard_quantile", DEFAULT_GUARD_QUANTILE) if params.get("cost_guard") else None
+        quantile = quantile if learn else None
+        self.learn = bool(learn)
         self.serving_guards = None if quantile is None else ServingGuards(index, quantile=float(quantile))
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
-        return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade, speculate=self.speculate)
+        return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade, speculate=self.speculate,
+                          learn=self.learn)
 
     def plan(self, key: int, index=None) -> SetPlan:
         """The plan of the trained set with mask ``key`` in ``index`` (default: the version
@@ -306,6 +311,50 @@ class ServingPlanner:
             out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
                                    float(predicted), float(s.measured), label, s.steps, s.choice.std_error))
         return out
+
+
+class Server:
+    """Serves one classifier's requests and learns from them: the object a service keeps.
+
+    Made by :meth:`polydom.CostSensitiveClassifier.server`. Unlike the classifier's own
+    ``predict`` -- which changes nothing, so one prediction never changes the next -- a server
+    learns each feature's guard from the times it measures (:mod:`polydom.index.servingguards`),
+    as the ``serving`` group's ``learn_guards`` says: the machine that serves is not the one that
+    was timed. It serves the version of the index the classifier served when it was made.
+
+    Attributes
+    ----------
+    planner : ServingPlanner
+        Its planner, with the guards it learns (``planner.serving_guards``).
+    classes : ndarray
+    budget : float or None
+        Seconds per image when a call gives none.
+    speculate : bool
+    """
+
+    def __init__(self, planner: ServingPlanner, classes, budget=None, speculate: bool = False):
+        self.planner, self.classes, self.budget, self.speculate = planner, np.asarray(classes), budget, bool(speculate)
+
+    def _budgets(self, images, budget):
+        from .inputs import as_image_list, check_budgets
+
+        images = as_image_list(images)
+        return images, check_budgets(self.budget if budget is None else budget, len(images))
+
+    def predict(self, images, budget=None) -> np.ndarray:
+        """Labels within ``budget`` seconds per image (as the classifier's ``predict``), learning."""
+        images, budgets = self._budgets(images, budget)
+        return self.planner.predict(images, budgets, self.classes.dtype, speculate=self.speculate)
+
+    def predict_proba(self, images, budget=None) -> np.ndarray:
+        """Class probabilities within ``budget`` per image, columns following ``classes``."""
+        images, budgets = self._budgets(images, budget)
+        return self.planner.predict_proba(images, budgets, self.classes, speculate=self.speculate)
+
+    def explain(self, images, budget=None) -> list[Explanation]:
+        """One :class:`Explanation` per image, as the classifier's ``explain``."""
+        images, budgets = self._budgets(images, budget)
+        return self.planner.explain(images, budgets, speculate=self.speculate)
 
 
 def _version_of(index):

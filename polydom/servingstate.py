@@ -116,7 +116,9 @@ class ServingState:
 
         index = view_of(source) if index is None else index
         names = tuple(index.features)
-        planner = ServingPlanner(index, features, cascade=bool(cascade))
+        # The classifier's own planner learns nothing: predicting leaves the fitted state as it is
+        # (a service that should learn its guards asks for a Server).
+        planner = ServingPlanner(index, features, cascade=bool(cascade), learn=False)
         return cls(
             source=source, index=index, planner=planner, classes=_frozen_classes(classes), feature_names=names,
             feature_columns=types.MappingProxyType({n: columns[n] for n in names}),

@@ -11,7 +11,8 @@ returns -- is a mapping or any object with attributes, in one of two shapes:
 
 **Images**
     ``images``: training images; ``labels``: their labels; optional ``features`` (names from
-    polydom's registry), ``estimator`` (a scikit-learn classifier), ``cv``, ``budget``,
+    polydom's registry), ``learners`` (a scikit-learn classifier or a list; ``estimator`` is read
+    as one classifier too), ``cv``, ``budget``,
     ``random_state``. An :class:`polydom.CostSensitiveClassifier` measures the features' costs
     on this machine, trains, and saves.
 
@@ -231,17 +232,20 @@ def _build_black_box(obj, args):
 def _build_images(obj, args):
     import polydom
 
-    params = dict(alpha=args.alpha, backend=args.backend, n_jobs=args.n_jobs, progress=True)
+    selection = dict(alpha=args.alpha, backend=args.backend)
     if args.e is not None:
-        params["e"] = args.e
+        selection["e"] = args.e
     if args.scores is not None:
-        params["scores"] = args.scores
+        selection["scores"] = args.scores
+    params = dict(selection=polydom.Selection(**selection), n_jobs=args.n_jobs, progress=True)
     if args.cache is not None:
         params["cache_dir"] = args.cache
-    for name in ("features", "estimator", "cv", "budget", "random_state"):
+    for name in ("features", "learners", "cv", "budget", "random_state"):
         value = _get(obj, name)
         if value is not None:
             params[name] = value
+    if "learners" not in params and _get(obj, "estimator") is not None:
+        params["learners"] = _get(obj, "estimator")
     model = polydom.CostSensitiveClassifier(**params)
     model.fit(_get(obj, "images"), _get(obj, "labels"))
     return model

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         side = max(clf.timing_sides_)
         images, _, _ = load_digits_images(sides=(side,), n_per_class=1)
-        images = images[: max(1, clf.timing_images)]
+        images = images[: max(1, clf._policies()[1].images)]
     before = {n: fit.expression() for n, fit in clf.cost_fits_.items()}
     clf.recost(images, sides=args.sides, repeats=args.repeats)
     target = args.out or args.path

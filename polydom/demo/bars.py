@@ -104,7 +104,7 @@ def section(r: dict) -> list[str]:
     out.append("")
     if WORST_CASE in grids:
         gap = stats.overall_difference(grids[WORST_CASE].correct, grids[PRIMARY].correct, pictures)
-        guard = r["fitted"][PRIMARY].cost_guard
+        guard = r["fitted"][PRIMARY]._policies()[3].guard
         out.append(f"**Median costs with a guard, against worst-case provisioning.** {PRIMARY} fits its cost curves "
                    "at the median of the timing pass, raised by the overhead a request pays (measured on the "
                    f"training extraction), and starts a feature only when {guard} of its measured calls would fit; "

@@ -427,7 +427,7 @@ def surprises(r: dict, primary: str, verdicts: list[BudgetVerdict]) -> list[str]
         clf = fitted[worst]
         seconds, sizes = r["held_out_seconds"], r["test_sizes"]
         over = np.mean([seconds[:, j] > clf.cost_fits_[n].curve_values(sizes) for j, n in enumerate(clf.feature_names_)])
-        quantile = clf.cost_quantile
+        quantile = clf._policies()[1].quantile
         expected = f"about {1 - quantile:.0%}" if isinstance(quantile, float) else "none"
         load = r.get("load", ("?", "?"))
         out.append(f"**{worst} overran {rates[worst]:.1%} of its budgets** (measured extraction time above the "

@@ -185,7 +185,8 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     planner = clf.planner_
-    speculate = bool(getattr(clf, "speculate", False))
+    policies = getattr(clf, "_policies", None)
+    speculate = bool(policies()[3].speculate if policies is not None else getattr(clf, "speculate", False))
     sizes = np.asarray(sizes, dtype=np.float64)
     y = np.asarray(y)
     budgets = np.asarray(budgets, dtype=np.float64)

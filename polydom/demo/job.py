@@ -17,10 +17,14 @@ import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from sklearn.base import clone
+
+from polydom.policies import Timing
+from polydom.serving import ServingPlanner
 
 from .settings import (
-    BACKENDS, BASE_PARAMS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_PICTURES, DEFAULT_SIDES,
-    SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS, SERVING, TIES, TIMING_SIDES,
+    BACKENDS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_PICTURES, DEFAULT_SIDES,
+    SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS, SERVING, TIES, TIMING_SIDES, variant_params,
 )
 
 __all__ = ["run_demo", "with_tolerance", "with_scores", "with_speculation", "split_pictures", "load_split", "load_run_split",
@@ -39,7 +43,7 @@ def with_tolerance(clf, tolerance: float | None):
     finalists in this process for their rescoring, which is what this saves.
     """
     out = _reswept(clf, clf.index_.explored, {"tolerance": tolerance})
-    out.tolerance = tolerance
+    out.selection = clone(clf._policies()[0]).set_params(tolerance=tolerance)
     return out
 
 
@@ -54,7 +58,7 @@ def with_scores(clf, scores: str):
     out = _reswept(clf, index.explored, {"scores": scores}, measured=index.measured,
                    stats={k: index.stats[k] for k in ("score_largest_rise", "score_largest_fall", "scores_moved")
                           if k in index.stats})
-    out.scores = scores
+    out.selection = clone(clf._policies()[0]).set_params(scores=scores)
     return out
 
 
@@ -85,7 +89,7 @@ def with_speculation(clf):
     from polydom.serving import ServingPlanner
 
     out = copy.copy(clf)
-    out.speculate = True
+    out.serving = clone(clf._policies()[3]).set_params(speculate=True)
     out.planner_ = ServingPlanner(clf.index_, clf.planner_.features, cascade=clf.planner_.cascade, speculate=True)
     return out
 
@@ -346,9 +350,12 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
     _log(f"{len(images)} images ({len(images) // len(sides)} {dataset} pictures x sides {sides}): "
          f"{len(train)} for training, {len(test)} held out; {len(features)} features")
 
+    timing = Timing(sides=timing_sides, repeats=timing_repeats, images=timing_images)
+    # Every variant's fit reuses the features the first one extracted: a cache directory, the
+    # run's own when none was given.
+    features_cache = cache_dir if cache_dir is not None else os.path.join(out, "cache")
     clf = polydom.CostSensitiveClassifier(
-        features=list(features), cv=cv, cv_repeats=cv_repeats, timing_sides=timing_sides,
-        timing_repeats=timing_repeats, timing_images=timing_images, cache_dir=cache_dir, warm_start=True,
+        features=list(features), cv=cv, timing=timing, cache_dir=features_cache,
         n_jobs=n_jobs, random_state=random_state, progress=progress,
     )
     fitted, fit_seconds, notes = {}, {}, []
@@ -356,8 +363,12 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
         _log(f"fitting {name}")
         t = time.perf_counter()
         with _noting(notes):
-            clf.set_params(**{**BASE_PARAMS, **params}).fit(train_images, y_train, groups=groups[train])
+            settings = variant_params(params, timing)
+            settings["selection"].set_params(cv_repeats=cv_repeats)
+            clf.set_params(**settings).fit(train_images, y_train, groups=groups[train])
         fitted[name] = copy.copy(clf)  # the next fit replaces clf's fitted attributes, not this copy's
+        # Served as a service serves it: a planner that learns its guards from the replayed times.
+        fitted[name].planner_ = ServingPlanner(clf.index_, clf.planner_.features, cascade=clf.planner_.cascade)
         fit_seconds[name] = time.perf_counter() - t
         s = clf.fit_stats_
         _log(f"{name}: {s['trained']} sets trained, {s['reused']} reused from the cache, {fit_seconds[name]:.1f} s")
@@ -376,6 +387,7 @@ def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_re
     index_dir = os.path.join(out, "index")
     primary.save(index_dir)
     loaded = polydom.CostSensitiveClassifier.load(index_dir)
+    loaded.planner_ = loaded.server().planner  # served as the primary is: learning its guards afresh
     sizes_bytes = {PRIMARY: _index_bytes(index_dir)}
     for name, model in fitted.items():
         if name not in (PRIMARY, PLAIN, SPECULATIVE):

@@ -107,6 +107,7 @@ def write_report(path, r: dict) -> str:
     fitted, grids = r["fitted"], r["grids"]
     names = list(grids)
     primary = fitted[PRIMARY]
+    _, timing, _, serving = primary._policies()
     budgets = r["budgets"]
     sizes, unique, pictures = r["test_sizes"], r["unique_sizes"], r["test_pictures"]
     n_feat = len(r["features"])
@@ -145,11 +146,11 @@ def write_report(path, r: dict) -> str:
                     + " with its standard error; servable sets rescored on further folds"
                     + _ranking(primary.index_)
                     + "; final model refitted on all training images; {} = majority class"],
-        ["cost fits", f"degree {primary.cost_degree}, non-negative and non-decreasing, following the "
-                      f"{primary.cost_quantile} quantile of {primary.timing_repeats} timed passes x "
-                      f"{primary.timing_images} images at sides {', '.join(map(str, primary.timing_sides_))}"
+        ["cost fits", f"degree {timing.degree}, non-negative and non-decreasing, following the "
+                      f"{timing.quantile} quantile of the training extraction's calls and of {timing.repeats} "
+                      f"passes x {timing.images} resized images at sides {', '.join(map(str, primary.timing_sides_))}"
                       + (", raised by the overhead a request pays (a + b·n, from the training extraction's wall "
-                         f"times); cost guard {primary.cost_guard}" if primary.calibrate_costs else "")],
+                         f"times); cost guard {serving.guard}" if timing.calibrate else "")],
         ["backends", "; ".join(names) + f" (Greedy n0 = median training size = {primary.n0_:g})"],
         ["budgets (ms)", ", ".join(_ms(b) for b in budgets)],
         ["cache", r["cache_dir"] or "none"],
@@ -164,7 +165,7 @@ def write_report(path, r: dict) -> str:
     add(_table(["stage", "s"], rows))
     add("")
     add("The fit stage per backend (seconds), split into the classifier's parts; later fits reuse the first one's "
-        "features and timings (`warm_start`) and its trained sets (the expansion cache):\n")
+        "features (the feature cache) and its trained sets (the expansion cache):\n")
     rows = []
     for n, m in fitted.items():
         s = m.fit_stats_
@@ -226,8 +227,8 @@ def write_report(path, r: dict) -> str:
         "size, over all budgets. Each feature of each held-out image was computed once, sequentially, and timed on "
         "the wall clock; a set's measured time on an image is the sum of its features' times there. Every backend "
         "answers through its index's `select`, as at serving time, with a clock replaying those times: sets are "
-        f"chosen from the fitted ({primary.cost_quantile} quantile) curves, and a feature starts only while the time "
-        f"already spent plus its guarded predicted cost fits (`cost_guard={primary.cost_guard}`); where the guard "
+        f"chosen from the fitted ({timing.quantile} quantile) curves, and a feature starts only while the time "
+        f"already spent plus its guarded predicted cost fits (`Serving(guard={serving.guard})`); where the guard "
         "refuses a feature whose unguarded cost fits and that would serve a more accurate set, the speculative "
         "variant (`speculate=True`) tries it and, if its replayed time would pass the budget, abandons it there and "
         f"answers with what it had, on time. {_img(r['figures']['violations_by_size'], 'violations')}\n")

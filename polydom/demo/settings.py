@@ -1,9 +1,8 @@
 """The demo's settings: features, sizes, budgets and the backends it compares."""
 
-from polydom.calibration import DEFAULT_GUARD_QUANTILE
 
 __all__ = ["DEFAULT_FEATURES", "QUICK_FEATURES", "DEFAULT_SIDES", "QUICK_SIDES", "TIMING_SIDES", "QUICK_TIMING_SIDES",
-           "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "BASE_PARAMS", "SERVING", "PRIMARY", "TIES", "PLAIN",
+           "DEFAULT_BUDGETS", "REAL_PASS_BUDGETS", "BACKENDS", "variant_params", "SERVING", "PRIMARY", "TIES", "PLAIN",
            "CASCADE", "CASCADE_PAIR", "WORST_CASE", "SPECULATIVE", "ABLATIONS", "RIVALS"]
 
 #: The demo's feature lattice: the built-in features minus ``size_meta`` (every class comes at
@@ -43,17 +42,33 @@ CASCADE_PAIR = "PolyDom α=1 cascade, same guards"
 #: neither calibrated to serving nor guarded -- what median curves with a guard replace.
 WORST_CASE = "PolyDom α=1 0.95-quantile costs"
 BACKENDS = (
-    (PRIMARY, {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0}),
-    ("PolyDom α=1.2", {"backend": "polydom", "alpha": 1.2}),
-    ("Greedy", {"backend": "greedy"}),
-    ("GreedyAcc", {"backend": "greedy-acc"}),
-    ("GreedyCost", {"backend": "greedy-cost"}),
-    (CASCADE, {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0, "cascade": True, "cascade_saving": CASCADE_SAVING}),
-    (WORST_CASE, {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0, "cost_quantile": 0.95,
-                  "calibrate_costs": False, "cost_guard": None}),
+    (PRIMARY, {"selection": {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0}}),
+    ("PolyDom α=1.2", {"selection": {"backend": "polydom", "alpha": 1.2}}),
+    ("Greedy", {"selection": {"backend": "greedy"}}),
+    ("GreedyAcc", {"selection": {"backend": "greedy-acc"}}),
+    ("GreedyCost", {"selection": {"backend": "greedy-cost"}}),
+    (CASCADE, {"selection": {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0},
+               "cascade": {"saving": CASCADE_SAVING}}),
+    (WORST_CASE, {"selection": {"backend": "polydom", "alpha": 1.0, "tolerance": 0.0},
+                  "timing": {"quantile": 0.95, "calibrate": False}, "serving": {"guard": None}}),
 )
-#: What every fit starts from before its own parameters (a fit must not inherit the last one's).
-BASE_PARAMS = {"cascade": False, "cascade_saving": None, "cost_quantile": 0.5, "calibrate_costs": True, "cost_guard": DEFAULT_GUARD_QUANTILE}
+
+
+def variant_params(changes: dict, timing=None) -> dict:
+    """A variant's constructor settings: its groups with the changes :data:`BACKENDS` lists, the
+    rest at their defaults (a fit must not inherit the last one's); ``timing`` (a Timing) is the
+    run's timing group, which a variant's timing changes start from."""
+    from polydom.policies import Cascade, Selection, Serving, Timing
+
+    base = timing.get_params() if timing is not None else {}
+    return {
+        "selection": Selection(**changes.get("selection", {})),
+        "timing": Timing(**{**base, **changes.get("timing", {})}),
+        "cascade": Cascade(**changes["cascade"]) if "cascade" in changes else None,
+        "serving": Serving(**changes.get("serving", {})),
+    }
+
+
 #: :data:`PRIMARY` served the plain way: look the set up, then compute all of it (no anytime walk).
 PLAIN = "PolyDom α=1 plain"
 #: :data:`PRIMARY`'s anytime walk trying features past their guards with a deadline

@@ -48,7 +48,8 @@ def fitted(request, digits, fast_params):
                 for n in NAMES]
     backend, _, ties = request.param.partition("-")
     options = {"tolerance": None} if ties else {}
-    clf = polydom.CostSensitiveClassifier(features=features, backend=backend, **options, **fast_params)
+    clf = polydom.CostSensitiveClassifier(features=features, selection=polydom.Selection(backend=backend, **options),
+                                          **fast_params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a contended machine's timing warning is not under test here
         return clf.fit(images, labels, groups=groups)
@@ -243,7 +244,7 @@ def test_the_plan_holds_what_serving_delivers_and_beats_or_matches_an_equal_spli
         greedy = BatchServer(replayed(fitted, 1.0)).explain(images, total)
         exact = BatchServer(replayed(fitted, 1.0), exact=True).explain(images, total)
         assert exact.plan.solver == "milp" and exact.plan.total_cost <= total
-        if fitted.backend == "polydom":
+        if fitted.selection.backend == "polydom":
             # The equal split is a plan over the same table: every item's set is among its served sets.
             assert all(k in table.masks[i] for i, k in enumerate(equal.keys.tolist()))
             # Greedy is within one item's accuracy range of the optimum, which the equal split cannot beat.

@@ -89,13 +89,11 @@ def test_the_classifier_explains_where_each_image_stopped_and_ignores_held_out_l
     groups = np.arange(len(images)) // 2
     train = groups % 4 != 0
     held = ~train
-    params = dict(fast_params, features=["intensity_hist", "thumbnail", "edge_density"], cascade=True,
-                  cascade_loss=0.1, finalist_repeats=0)
+    params = dict(fast_params, features=["intensity_hist", "thumbnail", "edge_density"],
+                  cascade=polydom.Cascade(loss=0.1), selection=polydom.Selection(finalist_repeats=0))
     train_images = [im for im, t in zip(images, train) if t]
 
-    # A warm start reuses the first fit's cost curves, so the two fits differ in nothing but
-    # what they are not given (timing noise alone may change which sets are servable).
-    first = polydom.CostSensitiveClassifier(**params, warm_start=True)
+    first = polydom.CostSensitiveClassifier(**params)
 
     def fit(held_labels):
         # Held-out labels are given nowhere to fit; shuffling them cannot move a threshold.
@@ -268,17 +266,17 @@ def test_the_classifier_takes_one_way_to_set_its_cascades(fast_params):
     from polydom.featurizers.datasets import load_digits_images
 
     images, labels, _ = load_digits_images(sides=(16,), n_per_class=6, random_state=0)
-    names = ("cascade_loss", "cascade_price", "cascade_relative_price", "cascade_mean_cost")
-    for clash in ({"cascade_loss": 0.01, "cascade_price": 1.0}, {"cascade_price": 1.0, "cascade_mean_cost": 1e-3},
-                  {"cascade_relative_price": 0.05, "cascade_mean_cost": 1e-3}):
-        clf = polydom.CostSensitiveClassifier(**dict(fast_params, cascade=True, **clash))
+    names = ("loss", "price", "relative_price", "mean_cost")
+    for clash in ({"loss": 0.01, "price": 1.0}, {"price": 1.0, "mean_cost": 1e-3},
+                  {"relative_price": 0.05, "mean_cost": 1e-3}):
+        clf = polydom.CostSensitiveClassifier(**dict(fast_params, cascade=polydom.Cascade(**clash)))
         with pytest.raises(ValueError, match=" and ".join(n for n in names if n in clash)):
             clf.fit(images, labels)
     # A price no accuracy can pay stops every image at its set's first prefix (at cascade_loss=0,
     # on these images, a third of the answers computed two or three features).
     images, labels, _ = load_digits_images(sides=(16, 32), n_per_class=8, random_state=0)
-    params = dict(fast_params, features=["intensity_hist", "thumbnail", "edge_density"], cascade=True,
-                  cascade_price=1e9, finalist_repeats=0)
+    params = dict(fast_params, features=["intensity_hist", "thumbnail", "edge_density"],
+                  cascade=polydom.Cascade(price=1e9), selection=polydom.Selection(finalist_repeats=0))
     fitted = polydom.CostSensitiveClassifier(**params).fit(images, labels, groups=np.arange(len(images)) // 2)
     assert any(len(order) > 1 for order in fitted.index_.chains.values())
     explained = fitted.explain(images, budget=1.0)

@@ -138,8 +138,9 @@ def saved_classifier(tmp_path_factory):
     from polydom.featurizers.datasets import load_digits_images
 
     images, labels, _ = load_digits_images(sides=(16,), n_per_class=4, random_state=0)
-    clf = polydom.CostSensitiveClassifier(features=["thumbnail", "intensity_hist"], cv=2, timing_sides=(8, 12, 16, 24),
-                                          timing_images=2, timing_repeats=1, random_state=0, progress=False)
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail", "intensity_hist"], cv=2,
+                                          timing=polydom.Timing(sides=(8, 12, 16, 24), images=2, repeats=1),
+                                          random_state=0, progress=False)
     path = tmp_path_factory.mktemp("clf") / "saved"
     clf.fit(images, labels).save(path)
     return path, images[:3]

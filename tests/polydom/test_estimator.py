@@ -30,10 +30,8 @@ def digits():
 def fitted(digits, fast_params):
     images, labels, groups = digits
     # Tests here compare real-clock predictions of different objects (a fitted and a loaded
-    # classifier); guards learned while serving belong to one process and are not saved, so
-    # they would make the two answer differently after this module's earlier predictions.
-    return polydom.CostSensitiveClassifier(features=NAMES, learn_guards=False, **fast_params).fit(
-        images, labels, groups=groups)
+    # classifier): a classifier's predictions learn nothing, so they answer alike.
+    return polydom.CostSensitiveClassifier(features=NAMES, **fast_params).fit(images, labels, groups=groups)
 
 
 class Counter:
@@ -68,16 +66,19 @@ class CountingLogisticRegression(LogisticRegression):
 def test_init_stores_parameters_verbatim_and_clone_round_trips():
     features = ["thumbnail", "hog"]
     est = LogisticRegression(C=0.5)
-    clf = polydom.CostSensitiveClassifier(features, est, budget=0.01, alpha=1.2, cv=3, cost_quantile="max")
-    assert clf.features is features and clf.estimator is est
+    clf = polydom.CostSensitiveClassifier(features, est, budget=0.01, cv=3, selection=polydom.Selection(alpha=1.2),
+                                          timing=polydom.Timing(quantile="max"))
+    assert clf.features is features and clf.learners is est
     params = clf.get_params(deep=False)
     assert set(params) == set(inspect.signature(polydom.CostSensitiveClassifier).parameters)
+    assert len(params) <= 12
     twin = clone(clf)
     assert twin.get_params(deep=False).keys() == params.keys()
-    assert twin.features == features and twin.budget == 0.01 and twin.cost_quantile == "max"
-    assert twin.estimator is not est and twin.estimator.get_params() == est.get_params()
-    assert clf.set_params(alpha=1.5, estimator__C=2.0) is clf
-    assert clf.alpha == 1.5 and clf.estimator.C == 2.0
+    assert twin.features == features and twin.budget == 0.01 and twin.timing.quantile == "max"
+    assert twin.learners is not est and twin.learners.get_params() == est.get_params()
+    assert twin.selection is not clf.selection and twin.selection.alpha == 1.2
+    assert clf.set_params(selection__alpha=1.5, learners__C=2.0) is clf
+    assert clf.selection.alpha == 1.5 and clf.learners.C == 2.0
     assert not any(k.endswith("_") for k in vars(polydom.CostSensitiveClassifier()))
 
 
@@ -157,7 +158,7 @@ def test_cost_curves_are_nonnegative_monotone_and_track_the_median(fitted):
 def test_predict_computes_only_the_chosen_features(digits, backend, fast_params):
     images, labels, groups = digits
     features = counting_features(["intensity_hist", "thumbnail", "hog"])
-    clf = polydom.CostSensitiveClassifier(features=features, backend=backend, **fast_params)
+    clf = polydom.CostSensitiveClassifier(features=features, selection=polydom.Selection(backend=backend), **fast_params)
     clf.fit(images, labels, groups=groups)
     counters = {f.name: f.function for f in features}
     for budget in (0.0, 0.0004, 0.002, None):
@@ -209,10 +210,10 @@ def test_predict_proba_follows_the_learner(digits, fast_params):
     from sklearn.linear_model import SGDClassifier
 
     assert hasattr(polydom.CostSensitiveClassifier(), "predict_proba")  # the default learners have it
-    assert not hasattr(polydom.CostSensitiveClassifier(estimator=SGDClassifier()), "predict_proba")  # hinge loss
+    assert not hasattr(polydom.CostSensitiveClassifier(learners=SGDClassifier()), "predict_proba")  # hinge loss
     assert not hasattr(polydom.CostSensitiveClassifier(learners=[LogisticRegression(), SGDClassifier()]),
                        "predict_proba")
-    clf = polydom.CostSensitiveClassifier(features=["thumbnail"], estimator=LogisticRegression(max_iter=500),
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail"], learners=LogisticRegression(max_iter=500),
                                           **fast_params)
     clf.fit(images, labels, groups=groups)
     proba = clf.predict_proba(images[:5], budget=1.0)
@@ -238,14 +239,44 @@ def test_save_load_round_trip_gives_identical_predictions(fitted, digits, tmp_pa
         assert loaded.cost_curves_[name] == fit.curve
     bare = polydom.load(path)  # the same directory is a plain index too
     assert bare.lookup(256, 0.001) == fitted.index_.lookup(256, 0.001)
-    # learn_guards=False keeps the fit's guards, after loading too; by default serving learns its
-    # guards at the fit's quantile, after loading too.
+    # A classifier's own planner learns nothing, fitted or loaded; a server learns at the fit's
+    # quantile, from a loaded classifier too.
     assert fitted.planner_.serving_guards is None and loaded.planner_.serving_guards is None
     assert fitted.index_.params["cost_guard"]  # the fit's guards stand
-    learning = clone(fitted).set_params(learn_guards=True).fit(images, labels, groups=digits[2])
-    learning.save(tmp_path / "learning")
-    again = polydom.CostSensitiveClassifier.load(tmp_path / "learning")
-    assert again.planner_.serving_guards.quantile == learning.planner_.serving_guards.quantile == learning.cost_guard
+    server = loaded.server()
+    assert server.planner.serving_guards.quantile == polydom.Serving().guard
+    np.testing.assert_array_equal(server.predict(images, budget=None), fitted.predict(images, budget=None))
+    quiet = clone(fitted).set_params(serving=polydom.Serving(learn_guards=False)).fit(images, labels, groups=digits[2])
+    assert quiet.server().planner.serving_guards is None
+
+
+def test_predict_leaves_the_parameters_and_every_fitted_attribute_unchanged(fitted, digits):
+    images, _, _ = digits
+    import copy
+
+    params = copy.deepcopy(fitted.get_params(deep=True))
+    names = [k for k in dir(fitted) if k.endswith("_") and not k.startswith("_") and k not in ("path_", "version_")]
+    def snapshot(value):
+        if isinstance(value, np.ndarray):
+            return value.copy()
+        if hasattr(value, "items"):  # read-only mappings of cost fits, curves, columns
+            return {k: v.to_json() if hasattr(v, "to_json") else copy.deepcopy(v) for k, v in value.items()}
+        return copy.deepcopy(value)
+
+    before = {k: snapshot(getattr(fitted, k)) for k in names if k not in ("index_", "planner_")}
+    planner, index, guards = fitted.planner_, fitted.index_, fitted.planner_.serving_guards
+    for budget in (0.0, 0.0003, 0.002, None):
+        fitted.predict(images, budget=budget)
+        fitted.predict_proba(images[:5], budget=budget)
+        fitted.explain(images[:5], budget=budget)
+    assert fitted.get_params(deep=True) == params
+    for k, value in before.items():
+        after = snapshot(getattr(fitted, k))
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(after, value)
+        else:
+            assert after == value, k
+    assert fitted.planner_ is planner and fitted.index_ is index and fitted.planner_.serving_guards is guards is None
 
 
 def test_save_and_load_remember_the_path_and_version(fitted, tmp_path):
@@ -267,8 +298,9 @@ def test_load_refuses_an_index_the_classifier_did_not_save(tmp_path):
 @pytest.mark.parametrize("backend", ["polydom", "greedy"])
 def test_recost_trains_nothing(digits, backend, tmp_path, fast_params):
     images, labels, groups = digits
-    clf = polydom.CostSensitiveClassifier(features=NAMES, estimator=CountingLogisticRegression(max_iter=300),
-                                          backend=backend, **fast_params).fit(images, labels, groups=groups)
+    clf = polydom.CostSensitiveClassifier(features=NAMES, learners=CountingLogisticRegression(max_iter=300),
+                                          selection=polydom.Selection(backend=backend),
+                                          **fast_params).fit(images, labels, groups=groups)
     trained = CountingLogisticRegression.fits
     assert trained > 0
     explored = dict(getattr(clf.index_, "explored", None) or clf.index_.accuracy)
@@ -289,7 +321,7 @@ def test_recost_trains_nothing(digits, backend, tmp_path, fast_params):
 
 def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits, fast_params):
     images, labels, groups = digits
-    clf = polydom.CostSensitiveClassifier(features=NAMES, backend="greedy", **fast_params)
+    clf = polydom.CostSensitiveClassifier(features=NAMES, selection=polydom.Selection(backend="greedy"), **fast_params)
     clf.fit(images, labels, groups=groups)
     assert clf.n0_ == np.median([im.size for im in images]) and clf.index_.n0 == clf.n0_
     names = clf.index_.space.names
@@ -299,15 +331,14 @@ def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits, fast_p
         assert e.measured_cost >= 0 and e.std_error == clf.index_.std_error[clf.index_.space.mask(e.features)]
 
 
-def test_warm_start_reuses_features_and_costs(digits, tmp_path, fast_params):
+def test_a_refit_with_a_cache_reuses_features_and_trained_sets(digits, tmp_path, fast_params):
     images, labels, groups = digits
-    clf = polydom.CostSensitiveClassifier(features=NAMES, warm_start=True, cache_dir=tmp_path / "cache", **fast_params)
+    clf = polydom.CostSensitiveClassifier(features=NAMES, cache_dir=tmp_path / "cache", **fast_params)
     clf.fit(images, labels, groups=groups)
     first = clf.fit_stats_
     assert first["trained"] == first["expanded"] > 0
-    fits = clf.cost_fits_
-    clf.set_params(alpha=1.3).fit(images, labels, groups=groups)
-    assert clf.cost_fits_ is fits  # not re-timed
+    clf.set_params(selection=polydom.Selection(alpha=1.3)).fit(images, labels, groups=groups)
+    assert clf.fit_stats_["features_cached"]
     assert clf.fit_stats_["trained"] == 0 and clf.fit_stats_["reused"] == clf.fit_stats_["expanded"]
     cold = polydom.CostSensitiveClassifier(features=NAMES, cache_dir=tmp_path / "cache", **fast_params)
     cold.fit(images, labels, groups=groups)

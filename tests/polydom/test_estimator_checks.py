@@ -55,7 +55,7 @@ SKIPPED = {
 @pytest.mark.parametrize("check", APPLICABLE)
 @pytest.mark.parametrize("estimator", [None, LogisticRegression()], ids=["default-learner", "with-predict_proba"])
 def test_sklearn_check(check, estimator):
-    getattr(estimator_checks, check)("CostSensitiveClassifier", polydom.CostSensitiveClassifier(estimator=estimator))
+    getattr(estimator_checks, check)("CostSensitiveClassifier", polydom.CostSensitiveClassifier(learners=estimator))
 
 
 def test_every_skipped_check_exists():

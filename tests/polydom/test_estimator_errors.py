@@ -69,10 +69,15 @@ def test_bad_budget(fitted, digits, budget, message):
 
 @pytest.mark.parametrize("param, value, message", [
     ("budget", float("nan"), "budget must be a finite number"), ("budget", -1.0, "budget must be"),
-    ("alpha", 0.5, "alpha must be"), ("e", -0.1, "e must be"), ("backend", "fast", "backend must be one of"),
-    ("cost_quantile", 1.5, "cost_quantile"), ("cv", 1, "cv must be"), ("timing_sides", (8, 8, 8), "distinct sides"),
-    ("timing_repeats", 0, "timing_repeats"), ("lambdas", [0.0, 1.0], "backend='greedy' only"),
-    ("scores", "isotonic", "scores must be"), ("features", [], "features is empty"), ("features", ["no_such_feature"], "unknown feature 'no_such_feature'"),
+    ("selection", polydom.Selection(alpha=0.5), "Selection: alpha must be"),
+    ("selection", polydom.Selection(e=-0.1), "Selection: e must be"),
+    ("selection", polydom.Selection(backend="fast"), "Selection: backend must be"),
+    ("timing", polydom.Timing(quantile=1.5), "Timing: quantile"), ("cv", 1, "cv must be"),
+    ("timing", polydom.Timing(sides=(8, 8, 8)), "distinct sides"), ("timing", polydom.Timing(repeats=0), "repeats"),
+    ("selection", polydom.Selection(lambdas=[0.0, 1.0]), "backend='greedy' only"),
+    ("selection", polydom.Selection(scores="isotonic"), "scores must be"), ("selection", {"alpha": 2}, "polydom.Selection"),
+    ("serving", polydom.Serving(guard=0.2), "Serving: guard"), ("cascade", True, "polydom.Cascade"),
+    ("features", [], "features is empty"), ("features", ["no_such_feature"], "unknown feature 'no_such_feature'"),
 ])
 def test_bad_parameter_raises_at_fit(digits, param, value, message, fast_params):
     images, labels = digits
@@ -148,8 +153,8 @@ def test_scoring_outside_the_unit_interval_is_refused(digits, fast_params):
     images, labels = digits
     from sklearn.linear_model import LogisticRegression
 
-    clf = polydom.CostSensitiveClassifier(features=["thumbnail"], estimator=LogisticRegression(max_iter=300),
-                                          scoring="neg_log_loss", **fast_params)
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail"], learners=LogisticRegression(max_iter=300),
+                                          selection=polydom.Selection(scoring="neg_log_loss"), **fast_params)
     with pytest.raises(ValueError, match="scoring='neg_log_loss'.*in \\[0, 1\\]"):
         clf.fit(images, labels)
 

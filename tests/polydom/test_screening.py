@@ -127,6 +127,6 @@ def test_a_classifier_fit_screens_by_default_and_reports_it(data):
     assert stats["screened"] >= stats["fully_trained"]
     # Greedy backends train every set they walk fully.
     greedy = polydom.CostSensitiveClassifier(features=FEATURES[:4], cv=3, random_state=0, progress=False,
-                                             backend="greedy").fit(images, labels)
+                                             selection=polydom.Selection(backend="greedy")).fit(images, labels)
     assert all(model is not None for model in greedy.index_.models.values())
     assert math.isfinite(clf.score(images, labels))

@@ -104,7 +104,7 @@ def test_an_images_build_keeps_the_classifiers_e_unless_given(tmp_path, option, 
     out = tmp_path / "index"
     assert main(["build", f"{spec}:DIGITS", "--out", str(out), *option]) == 0
     fitted = polydom.CostSensitiveClassifier.load(out)
-    assert fitted.e == e and fitted.index_.params["e"] == e
+    assert fitted.selection.e == e and fitted.index_.params["e"] == e
 
 
 def test_time_budget_reports_the_alpha_reached(spec_file, tmp_path, capsys):

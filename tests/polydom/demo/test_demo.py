@@ -51,7 +51,7 @@ def test_demo_writes_the_report_plots_and_index(demo_out):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
         assert f"]({png}.png)" in report
     clf = polydom.CostSensitiveClassifier.load(demo_out / "index")
-    assert clf.index_.backend == "polydom" and clf.alpha == 1.0
+    assert clf.index_.backend == "polydom" and clf.selection.alpha == 1.0
     assert "28x28" in report and "280x280" in report
 
 
@@ -130,16 +130,18 @@ def test_compare_with_another_runs_output(demo_out, tmp_path, capsys):
     assert f"`{demo_out / 'headline.json'}`" in (out / "report.md").read_text()
 
 
-def test_with_tolerance_matches_a_refit(demo_out):
+def test_with_tolerance_matches_a_refit(demo_out, tmp_path):
     from polydom.featurizers.datasets import load_digits_images
 
     images, labels, _ = load_digits_images(sides=(16, 32, 48), n_per_class=6)
     groups = np.arange(len(images)) // 3
-    params = dict(features=["intensity_hist", "thumbnail", "edge_density"], cv=2, timing_sides=(16, 24, 32, 48),
-                  timing_images=2, timing_repeats=1, random_state=0, progress=False, warm_start=True, tolerance=0.0)
+    # The cache keeps the first fit's features and cost fits: the refit differs in the tie rule alone.
+    params = dict(features=["intensity_hist", "thumbnail", "edge_density"], cv=2, random_state=0, progress=False,
+                  timing=polydom.Timing(sides=(16, 24, 32, 48), images=2, repeats=1), cache_dir=tmp_path / "cache",
+                  selection=polydom.Selection(tolerance=0.0))
     clf = polydom.CostSensitiveClassifier(**params).fit(images, labels, groups=groups)
     derived = job.with_tolerance(clf, None)
-    clf.set_params(tolerance=None).fit(images, labels, groups=groups)
+    clf.set_params(selection__tolerance=None).fit(images, labels, groups=groups)
     assert derived.index_.params["tolerance"] is None
     for size in (256, 700, 1024, 2304):
         for budget in np.geomspace(1e-6, 1.0, 25):
