@@ -6,8 +6,6 @@ prefixes by cost at ``n0``, and answers a query by walking the chosen λ's seque
 features still fit the budget at the item's size -- or, in measured mode, while the clock says so.
 """
 
-from polydom.index import register_backend
-
 from .build import build_greedy
 from .expansion import GreedyExpansion, greedy_sequences
 from .index import GreedyIndex
@@ -15,10 +13,6 @@ from .metrics import accuracy_vs_budget
 from .options import DEFAULT_LAMBDAS, GREEDY_BACKENDS, check_n0, resolve_lambdas
 from .skyline import SkylineEntry, prefix_masks, prefix_skyline
 
-
-for _tag in GREEDY_BACKENDS:
-    register_backend(_tag, GreedyIndex)
-del _tag
 
 __all__ = [
     "build_greedy", "GreedyIndex", "GreedyExpansion", "greedy_sequences", "accuracy_vs_budget",

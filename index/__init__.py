@@ -4,7 +4,6 @@ skyline index with its lookup, and the paper's baselines.
 An internal package of the ``polydom`` distribution; users import from :mod:`polydom`.
 """
 
-from .backends import backend_class, register_backend, registered_backends
 from .baselines import NaiveLookup, PolyDomIndexAll
 from .build import index_from_expanded
 from .candidates import candidate_set, rank_key
@@ -14,11 +13,7 @@ from .sweep import SweepResult, TheoremViolation, sweep
 from .values import Choice, Expansion, check_accuracy, check_expansion
 
 
-register_backend(PolyDomIndex.backend, PolyDomIndex)
-register_backend(PolyDomIndexAll.backend, PolyDomIndexAll)
-
 __all__ = [
-    "register_backend", "backend_class", "registered_backends",
     "CostCurve", "as_cost_curve", "set_cost_matrix", "candidate_set", "rank_key",
     "sweep", "SweepResult", "TheoremViolation", "PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries",
     "NaiveLookup", "PolyDomIndexAll", "index_from_expanded", "Choice", "Expansion", "check_accuracy", "check_expansion",

@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 
-from polydom.index.backends import backend_class
+from polydom.backends import index_class
 
 __all__ = ["load"]
-
-# Packages that register backends when imported; ``index`` cannot import them itself.
-_BACKEND_PACKAGES = ("polydom.greedy",)
-
-
-def _resolve_backend(tag: str) -> type:
-    """The index class for a stored backend tag, importing backend packages on first need."""
-    try:
-        return backend_class(tag)
-    except KeyError:
-        for package in _BACKEND_PACKAGES:
-            importlib.import_module(package)
-        return backend_class(tag)
 
 
 def load(path: str | os.PathLike, *, trusted=None):
@@ -67,4 +53,5 @@ def load(path: str | os.PathLike, *, trusted=None):
     """
     from polydom.index.store import load_index
 
-    return load_index(path, trusted=trusted, resolve=_resolve_backend)
+    # The backend table resolves the stored tag, importing only that backend's code.
+    return load_index(path, trusted=trusted, resolve=index_class)

@@ -1,7 +1,7 @@
 """Open a published index: resolve ``current``, pin that version, check its records, rebuild the index.
 
 The storage layer never imports an index class: the backend tag stored in the metadata is turned
-into a class by the ``resolve`` callable (by default the registry in :mod:`polydom.index.backends`),
+into a class by the ``resolve`` callable (:func:`polydom.backends.index_class`, the one backend table),
 whose ``from_state`` rebuilds the index from an :class:`~polydom.index.state.IndexState`. The
 rebuilt index lives in memory, so lookups never touch the disk; its models stay in the version's
 LMDB file until first used (:class:`~.lazymodels.LazyModels`).
@@ -19,7 +19,6 @@ import os
 import stat
 from collections.abc import Callable
 
-from ..backends import backend_class
 from ..state import IndexState
 from .errors import IndexFormatError, IndexNotFoundError, StoreError
 from .layout import read_current
@@ -169,7 +168,7 @@ class StoreReader:
         return f"<StoreReader {self.path} @ {self.version}>"
 
 
-def load_index(path, *, trusted=None, resolve: Callable[[str], type] | None = None):
+def load_index(path, *, resolve: Callable[[str], type], trusted=None):
     """Open the index published at ``path``: metadata checked now, models loaded on first use.
 
     Parameters
@@ -178,9 +177,9 @@ def load_index(path, *, trusted=None, resolve: Callable[[str], type] | None = No
         A directory written by :func:`~.writer.save_index`.
     trusted : iterable of str or type, optional
         Model types to trust beyond polydom's list (see :mod:`.modelcodec`).
-    resolve : callable, optional
-        Backend tag -> index class (a :class:`~polydom.index.base.StoredIndex`); defaults to
-        :func:`polydom.index.backends.backend_class`.
+    resolve : callable
+        Backend tag -> index class (a :class:`~polydom.index.base.StoredIndex`), raising
+        ``KeyError`` for an unknown tag: :func:`polydom.backends.index_class`.
 
     Returns
     -------
@@ -200,7 +199,6 @@ def load_index(path, *, trusted=None, resolve: Callable[[str], type] | None = No
         ``trusted`` is not a list of names or types.
     """
     trusted = normalize_trusted(trusted)
-    resolve = resolve or backend_class
     root = os.path.abspath(os.fspath(path))
     _check_root(root)
     try:

@@ -7,9 +7,9 @@ import types
 import numpy as np
 import pytest
 
-import polydom.index as index_pkg
 import polydom
 from polydom.greedy import DEFAULT_LAMBDAS, GreedyIndex, accuracy_vs_budget
+from polydom.backends import index_class
 
 COSTS = {"a": [1.0], "b": [0.0, 2.0], "c": [0.5, 0.0, 0.1]}
 
@@ -35,7 +35,7 @@ def test_same_surface_as_polydom(backend):
     assert isinstance(choice, polydom.Choice) and choice.features == frozenset("abc")
     batch = index.lookup_many([2.0, 3.0], 100.0)
     assert isinstance(batch, polydom.Batch) and batch[0] == choice
-    assert index_pkg.backend_class(backend) is GreedyIndex
+    assert index_class(backend) is GreedyIndex
     assert backend in repr(index)
 
 
@@ -114,7 +114,7 @@ def test_state_models_and_arrays():
     assert state.meta["backend"] == "greedy" and state.meta["n0"] == 1.0
     assert state.arrays["lambdas"].dtype == np.float64 and state.arrays["sequences"].dtype == np.int64
     assert dict(state.models) == dict(index.models)
-    again = index_pkg.backend_class(state.meta["backend"]).from_state(state)
+    again = index_class(state.meta["backend"]).from_state(state)
     assert again.lookup(3.0, 10.0) == index.lookup(3.0, 10.0)
     assert again.lookup(3.0, 10.0).model == len(index.lookup(3.0, 10.0).features)
 
