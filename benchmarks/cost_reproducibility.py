@@ -1,7 +1,7 @@
 """Do cost fits reproduce? The demo's features fitted twice on this machine, once as it is and once
 while CPU-burning processes compete for the cores, compared size by size.
 
-Each fit times the features as the classifier does (:func:`polydom.costs.measure_feature_costs`
+Each fit times the features as the classifier does (:func:`polydom.classifier.costs.measure_feature_costs`
 with the demo's features and timing sides and the classifier's default of 8 timed images (the
 largest digit images; the demo itself times 4),
 5 timed rounds of primed calls on the timing thread's CPU clock, the median tracked by a
@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from polydom.costs import choose_timing_images, measure_feature_costs
+from polydom.classifier.costs import choose_timing_images, measure_feature_costs
 from polydom.demo.job import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
 from polydom.featurizers import resolve_features
 from polydom.featurizers.datasets import load_digits_images

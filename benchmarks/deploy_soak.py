@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.classifier_state import ClassifierStateError
+from polydom.classifier.classifier_state import ClassifierStateError
 from polydom.featurizers import validate_image
 from polydom.featurizers.datasets import load_digits_images
 from polydom.index.store import StoreError

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 
 def learner_lists():
     """The lists compared: name -> ``learners=`` value (None: the classifier's default)."""
-    from polydom.learners import default_estimator, default_learners
+    from polydom.classifier.learners import default_estimator, default_learners
 
     lda, logreg = default_learners()
     return {
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     from polydom.demo.evaluation import serve_grid
     from polydom.demo.job import split_pictures
     from polydom.demo.settings import DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
 

@@ -77,9 +77,9 @@ def cost_errors(clf, images, seconds) -> dict[str, tuple[float, float]]:
 
 def earlier_timing_pass(train_images, held_seconds, test_images, seed):
     """The earlier timing pass's curves on the same data: ``(seconds, errors)``."""
-    from polydom.calibration import calibrate_fits
-    from polydom.costs import choose_timing_images, default_timing_sides, measure_feature_costs
-    from polydom.extraction import extract_features
+    from polydom.classifier.calibration import calibrate_fits
+    from polydom.classifier.costs import choose_timing_images, default_timing_sides, measure_feature_costs
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import item_size, resolve_features
 
     features = resolve_features(FEATURES)
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
 
     import polydom
     from polydom import CostSensitiveClassifier
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.natural import load_natural_images
 

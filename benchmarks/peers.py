@@ -58,7 +58,7 @@ Methods
     learns while serving are not replayed). They separate the choice of sets from the risk taken.
 
 Forward selection and exhaustive use polydom's default learners (LDA with shrinkage, logistic
-regression; :func:`polydom.blackbox.default_learners`): each subset gets the better of the two by
+regression; :func:`polydom.classifier.blackbox.default_learners`): each subset gets the better of the two by
 the mean CV accuracy on the same grouped folds (no race: both are always scored). Models for
 the served subsets are refitted on all training pictures. The three peers serve statically:
 they compute every feature of their choice, whatever the clock says.
@@ -359,7 +359,7 @@ def without_guards(clf):
     or None when its index has no guards to remove."""
     import copy
 
-    from polydom.serving import ServingPlanner
+    from polydom.classifier.serving import ServingPlanner
 
     index = clf.index_
     if not hasattr(index, "cost_guards") or all(g == 1.0 for g in index.cost_guards()):
@@ -965,9 +965,9 @@ def settings(parser, args, defaults) -> tuple:
 
 
 def run(args, cache, log, features, sides, budgets) -> dict:
-    from polydom.blackbox import default_learners
+    from polydom.classifier.blackbox import default_learners
     from polydom.demo.evaluation import serve_grid
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.demo.job import split_pictures
     from sklearn.model_selection import StratifiedGroupKFold

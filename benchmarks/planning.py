@@ -257,7 +257,7 @@ def fit_real(args):
 
     from polydom.demo.job import split_pictures
     from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.datasets import load_digits_images
 
@@ -425,7 +425,7 @@ def serve_account(clf, held: HeldOut, total: float) -> dict:
     """The held-out batch served as ``predict(images, total_budget=)`` serves it -- plan, serve each
     image with its planned budget, book the measured seconds, re-plan with the time left -- with
     the replayed clock in place of feature extraction."""
-    from polydom.batchaccount import BatchAccount
+    from polydom.classifier.batchaccount import BatchAccount
 
     index = clf.planner_.index
     position = {name: j for j, name in enumerate(clf.feature_names_)}
@@ -456,7 +456,7 @@ def full_sets(clf, held: HeldOut, keys: np.ndarray) -> dict:
 
 def held_out_rows(clf, held: HeldOut, args) -> list[dict]:
     """Per total budget: the greedy plan, milp plan, plan with re-plans and the equal split, served."""
-    from polydom.batchaccount import served_options
+    from polydom.classifier.batchaccount import served_options
     from polydom.demo.stats import accuracy, difference
 
     index = clf.planner_.index
@@ -662,7 +662,7 @@ def real_report(args, clf, held: HeldOut, info: dict, sweep, predicted, held_row
         f"else it stops and serves the computed prefix; it upgrades on time left) with a clock replaying its own "
         f"measured feature times (from the held-out extraction: one cold call per feature and image, wall clock), "
         f"and classified by the served set's model. *Greedy plan* / *milp plan*: each image gets the budget that "
-        f"gets its planned set served (the plans are over `polydom.batchaccount.served_options`, what serving "
+        f"gets its planned set served (the plans are over `polydom.classifier.batchaccount.served_options`, what serving "
         f"delivers), served unguarded as the classifier serves a batch; no re-planning. *Re-planned*: "
         f"`BatchAccount`, as `predict(images, total_budget=)` runs it (plan, serve unguarded, book the measured "
         f"seconds, re-plan with the time left, calibrated by the measured slowdown). *Equal split*: every image "

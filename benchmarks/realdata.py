@@ -40,7 +40,7 @@ import numpy as np
 
 import polydom
 from polydom.demo.evaluation import serve_grid
-from polydom.extraction import extract_features
+from polydom.classifier.extraction import extract_features
 from polydom.featurizers import resolve_features
 from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
 

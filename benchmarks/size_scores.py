@@ -53,9 +53,9 @@ def per_item(args):
     import polydom
     from polydom.demo.job import load_run_split, run_arguments
     from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
-    from polydom.precomputed import fit_features
+    from polydom.classifier.precomputed import fit_features
 
     out = args.out
     run = run_arguments(out)

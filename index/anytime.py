@@ -72,7 +72,7 @@ from polydom.lattice import bits_of
 from polydom.lattice.errors import PolydomError
 
 #: The share of measured calls a guarded start covers -- one minus the late share a start may
-#: risk: the classifier's guards are taken at it (:mod:`polydom.calibration`), and a walk reads an
+#: risk: the classifier's guards are taken at it (:mod:`polydom.classifier.calibration`), and a walk reads an
 #: index's guards as it when the index states none. ``docs/start-rule.md`` has the evidence.
 DEFAULT_GUARD_QUANTILE = 0.9
 

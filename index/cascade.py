@@ -29,7 +29,7 @@ probabilities, and a prefix's served model, trained on every training item, is s
 than they were (on the demo's digits, held out: mean top probability 0.833 against a fold
 model's 0.820 on the same images), so held-out items cleared thresholds that out-of-fold ones
 had not, and a cascade fitted to lose nothing lost items. Where every fold model's probabilities
-are a softmax of linear scores (:func:`polydom.lean.linear_proba_arrays`), a prefix's
+are a softmax of linear scores (:func:`polydom.classifier.lean.linear_proba_arrays`), a prefix's
 :class:`Committee` -- its fold models as arrays -- decides whether to stop, with the mean of their
 probabilities: the confidence scale the thresholds were learned on. (One fold model alone was no
 better than the served model: it is as sure, and noisier.) Other learners decide with the

@@ -109,7 +109,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
     def cost_guards(self, size: float | None = None) -> tuple[float, ...]:
         """Per feature, in index order, the factor an anytime walk applies to the feature's
         predicted cost before starting it: ``params["cost_guard"]`` (set by the classifier from
-        measured / predicted times, see :mod:`polydom.calibration`), 1 for each without.
+        measured / predicted times, see :mod:`polydom.classifier.calibration`), 1 for each without.
 
         A walk starts a feature only if the time used plus ``guard * predicted cost`` fits the
         budget, so it overruns only when the feature is slower than nearly all its measured

@@ -49,7 +49,7 @@ def read_images(directory) -> list:
 def run(args: argparse.Namespace) -> int:
     from polydom.featurizers.datasets import load_digits_images
 
-    from polydom.estimator import CostSensitiveClassifier
+    from polydom.classifier.estimator import CostSensitiveClassifier
 
     clf = CostSensitiveClassifier.load(args.path)
     clf.set_params(progress=None)

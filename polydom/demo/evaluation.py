@@ -1,7 +1,7 @@
 """Serving a fitted classifier over many budgets, and what a served item costs apart from features.
 
 :func:`serve_grid` answers every (held-out item, budget) pair without recomputing features: each
-feature of each item was computed and timed once (:func:`polydom.extraction.extract_features`),
+feature of each item was computed and timed once (:func:`polydom.classifier.extraction.extract_features`),
 so the *measured* extraction time of a feature set on an item is the sum of its features' times
 on that item. Each answer comes from the index's own ``select``, as at serving time, with a clock
 that advances by each feature's recorded time when the feature is computed -- the decisions the

@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from sklearn.base import clone
 
-from polydom.policies import Timing
-from polydom.serving import ServingPlanner
+from polydom.classifier.policies import Timing
+from polydom.classifier.serving import ServingPlanner
 
 from .settings import (
     BACKENDS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_PICTURES, DEFAULT_SIDES,
@@ -65,7 +65,7 @@ def with_scores(clf, scores: str):
 def _reswept(clf, explored: dict, params: dict, measured: dict | None = None, stats: dict | None = None):
     """``clf`` with its index swept again over ``explored`` (mask -> score) with ``params`` (and
     ``stats``) changed."""
-    from polydom.serving import ServingPlanner
+    from polydom.classifier.serving import ServingPlanner
 
     old = clf.index_
     index = type(old).from_trained(
@@ -86,7 +86,7 @@ def _reswept(clf, explored: dict, params: dict, measured: dict | None = None, st
 def with_speculation(clf):
     """``clf`` walked trying features past their guards (``speculate=True``), with serving guards
     of its own, so that neither walk learns from the other's calls."""
-    from polydom.serving import ServingPlanner
+    from polydom.classifier.serving import ServingPlanner
 
     out = copy.copy(clf)
     out.serving = clone(clf._policies()[3]).set_params(speculate=True)
@@ -161,7 +161,7 @@ def load_run_held_out(args):
     ValueError
         The run's directory holds no cached features of this split.
     """
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
 
     run = _run_of(args)
@@ -320,7 +320,7 @@ def run_demo(
 def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_repeats, dataset, n_jobs, cache_dir,
          timing_sides, timing_images, timing_repeats, budgets, real_items, random_state, compare, progress) -> dict:
     import polydom
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
 
     from . import headline, plots, report

@@ -58,7 +58,7 @@ def variant_params(changes: dict, timing=None) -> dict:
     """A variant's constructor settings: its groups with the changes :data:`BACKENDS` lists, the
     rest at their defaults (a fit must not inherit the last one's); ``timing`` (a Timing) is the
     run's timing group, which a variant's timing changes start from."""
-    from polydom.policies import Cascade, Selection, Serving, Timing
+    from polydom.classifier.policies import Cascade, Selection, Serving, Timing
 
     base = timing.get_params() if timing is not None else {}
     return {

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom import batchaccount
+from polydom.classifier import batchaccount
 from polydom.index import optiontable, planning
 from polydom.index.optiontable import OptionTable, option_source, option_table, options_many, options_per_size
 from polydom.index.planning import plan_batch

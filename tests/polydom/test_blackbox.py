@@ -7,7 +7,7 @@ from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import GaussianNB
 
-from polydom.blackbox import FeatureSetLearner, as_learners, make_splits, standard_error
+from polydom.classifier.blackbox import FeatureSetLearner, as_learners, make_splits, standard_error
 
 
 @pytest.fixture(scope="module")

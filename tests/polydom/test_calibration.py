@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from polydom.calibration import GUARD_CALLS_PER_SIZE, calibrate_fit, carry_calibration, guard_table
-from polydom.costs import CostFit
+from polydom.classifier.calibration import GUARD_CALLS_PER_SIZE, calibrate_fit, carry_calibration, guard_table
+from polydom.classifier.costs import CostFit
 from polydom.index.costcurve import CostCurve
 from polydom.index.fitting import evaluate_cost_curve
 
@@ -108,8 +108,8 @@ def test_with_cpu_times_the_guard_ignores_preemptions_that_only_wall_times_carry
 
 
 def test_after_a_parallel_extraction_a_sample_is_served_again_one_by_one():
-    from polydom.calibration import calibrate_fits
-    from polydom.extraction import extract_features
+    from polydom.classifier.calibration import calibrate_fits
+    from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.datasets import load_digits_images
 

@@ -6,8 +6,8 @@ from sklearn.datasets import load_digits
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 import polydom
-from polydom.blackbox import FeatureSetLearner, make_splits
-from polydom.cascades import train_cascades
+from polydom.classifier.blackbox import FeatureSetLearner, make_splits
+from polydom.classifier.cascades import train_cascades
 from polydom.index.anytime import chain_prefixes
 from polydom.index.cascade import Cascades
 
@@ -114,7 +114,7 @@ def test_the_classifier_explains_where_each_image_stopped_and_ignores_held_out_l
 
 
 def test_cascade_folds_are_ten_grouped_folds_or_as_many_as_the_groups_allow():
-    from polydom.pipeline import _cascade_folds
+    from polydom.classifier.pipeline import _cascade_folds
 
     y = np.repeat(np.arange(3), 40)
     for per_class, expected in ((10, 10), (4, 4)):

@@ -16,7 +16,7 @@ import pytest
 from sklearn.base import clone
 
 import polydom
-from polydom.classifier_state import ClassifierStateError
+from polydom.classifier.classifier_state import ClassifierStateError
 from polydom.featurizers import validate_image
 from polydom.featurizers.datasets import load_digits_images
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from polydom.constraints import (
+from polydom.classifier.constraints import (
     Boolean, Integer, NoneValue, Options, PathLike, Real, Satisfies, SequenceOf, check_param, validate_params,
 )
 

@@ -165,7 +165,7 @@ def test_a_crafted_classes_dtype_is_refused_at_load_before_it_allocates(saved_cl
     import tracemalloc
 
     import polydom
-    from polydom.classifier_state import ClassifierStateError
+    from polydom.classifier.classifier_state import ClassifierStateError
 
     path = _crafted(saved_classifier[0], tmp_path, lambda state: state.update(classes_dtype="S30000000"))
     tracemalloc.start()
@@ -210,7 +210,7 @@ CRAFTS = {
 @pytest.mark.parametrize("craft", list(CRAFTS))
 def test_crafted_classifier_state_is_one_error_at_load(saved_classifier, tmp_path, craft):
     import polydom
-    from polydom.classifier_state import ClassifierStateError
+    from polydom.classifier.classifier_state import ClassifierStateError
 
     edit, named = CRAFTS[craft]
     path = _crafted(saved_classifier[0], tmp_path, edit)

@@ -11,10 +11,10 @@ import pytest
 
 from polydom.featurizers import REGISTRY, resolve_features
 from polydom.featurizers.datasets import load_digits_images
-from polydom.blackbox import FeatureSetLearner, default_estimator, make_splits
-from polydom import costs
-from polydom.costs import CostFit, CostMeasurementWarning, default_timing_sides, format_expression, measure_feature_costs
-from polydom.extraction import extract_features
+from polydom.classifier.blackbox import FeatureSetLearner, default_estimator, make_splits
+from polydom.classifier import costs
+from polydom.classifier.costs import CostFit, CostMeasurementWarning, default_timing_sides, format_expression, measure_feature_costs
+from polydom.classifier.extraction import extract_features
 from polydom.index import CostCurve
 
 

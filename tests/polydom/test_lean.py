@@ -21,7 +21,7 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
-from polydom.lean import LeanConstant, LeanLinear, SklearnPredictor, lean_model, linear_proba_arrays, softmax_linear_proba
+from polydom.classifier.lean import LeanConstant, LeanLinear, SklearnPredictor, lean_model, linear_proba_arrays, softmax_linear_proba
 
 LEAN = [
     lambda: make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1", random_state=0)),

@@ -117,7 +117,7 @@ def digits_learner():
     from sklearn.datasets import load_digits
     from sklearn.naive_bayes import GaussianNB
 
-    from polydom.blackbox import FeatureSetLearner, make_splits
+    from polydom.classifier.blackbox import FeatureSetLearner, make_splits
 
     X, y = load_digits(return_X_y=True)
     columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
@@ -171,7 +171,7 @@ def test_the_black_boxs_data_travels_once_and_tasks_carry_only_its_state(engine,
 def test_an_array_changed_between_submissions_is_shipped_again(digits_learner):
     from sklearn.naive_bayes import GaussianNB
 
-    from polydom.blackbox import FeatureSetLearner, make_splits
+    from polydom.classifier.blackbox import FeatureSetLearner, make_splits
 
     X, columns, _ = digits_learner
     X = np.array(X)  # our own, to change

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom.blackbox import FeatureSetLearner, make_splits
-from polydom.extraction import extract_features
+from polydom.classifier.blackbox import FeatureSetLearner, make_splits
+from polydom.classifier.extraction import extract_features
 from polydom.featurizers import resolve_features
 from polydom.featurizers.datasets import load_digits_images
 from polydom.index import CostCurve
 from polydom.index.build import SCREEN_Z
-from polydom.pipeline import learner_estimator
+from polydom.classifier.pipeline import learner_estimator
 
 FEATURES = ["intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "hog"]
 # Per-feature cost curves (seconds, a + b*n): fixed, so the test is about training alone.

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom import costs
-from polydom.costs import bin_sizes, costs_from_extraction, missing_sides, plan_timing
-from polydom.extraction import extract_features
+from polydom.classifier import costs
+from polydom.classifier.costs import bin_sizes, costs_from_extraction, missing_sides, plan_timing
+from polydom.classifier.extraction import extract_features
 from polydom.featurizers import item_size, resolve_features
 from polydom.featurizers.datasets import load_digits_images
-from polydom.progress import ProgressLog
+from polydom.classifier.progress import ProgressLog
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ import numpy as np
 from polydom.index.storage.errors import IndexFormatError
 
 from .costs import CostFit
-from .errors import PolydomError
+from ..errors import PolydomError
 
 __all__ = [
     "ClassifierMetadata", "ClassifierStateError", "METADATA_KEY", "METADATA_FORMAT", "save_classifier",
@@ -353,7 +353,7 @@ class ClassifierMetadata:
         return params
 
     def serving_state(self, source, view, where):
-        """The :class:`~polydom.servingstate.ServingState` of this metadata's version: ``view``
+        """The :class:`~polydom.classifier.servingstate.ServingState` of this metadata's version: ``view``
         (``source``'s version, whose params hold this metadata), its feature order and columns,
         ``classes_``, cost fits and a new planner over ``view``."""
         from polydom.featurizers import resolve_features
@@ -380,7 +380,7 @@ def save_classifier(clf, path, **options) -> str:
     The metadata rides in the index's JSON params: covered by the stored checksum and published
     in the same atomic step as the index and its models. So every version a classifier saves
     carries its own feature order, columns and classes, and a classifier that adopts it
-    (:func:`polydom.servingstate.follow`) rebuilds its serving state from it.
+    (:func:`polydom.classifier.servingstate.follow`) rebuilds its serving state from it.
     """
     import os
 

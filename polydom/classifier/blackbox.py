@@ -36,7 +36,7 @@ import numpy as np
 
 from polydom.index.values import Expansion
 
-from .errors import PolydomError
+from ..errors import PolydomError
 from .learners import as_learners, default_estimator, default_learners, make_splits, standard_error
 from .warntally import CountingExpand, LearnerWarning, WarningTally
 

@@ -7,7 +7,7 @@ prefix's predicted cost at the item's own size, and :mod:`polydom.index.cascade`
 thresholds (one per stage, or per stage and predicted class). Held-out data is never read here.
 
 Each early stage's fold models also become its :class:`~polydom.index.cascade.Committee` when
-all of them are softmax-linear (:func:`polydom.lean.linear_proba_arrays`): serving then decides
+all of them are softmax-linear (:func:`polydom.classifier.lean.linear_proba_arrays`): serving then decides
 with the models whose confidence the thresholds were learned on.
 """
 
@@ -19,7 +19,7 @@ from polydom.index.anytime import chain_prefixes
 from polydom.index.cascade import Cascades, Committee, fit_thresholds, fit_to_target
 from polydom.index.costcurve import set_cost_matrix
 from polydom.index.poly import horner
-from polydom.lean import linear_proba_arrays
+from polydom.classifier.lean import linear_proba_arrays
 
 __all__ = ["CASCADE_FOLDS", "train_cascades"]
 

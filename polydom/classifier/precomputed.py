@@ -29,7 +29,7 @@ class FeatureFit:
     ----------
     index : CostSensitiveIndex
         ``index.lookup(size, budget)``; models take the chosen set's columns in feature order.
-    learner : polydom.blackbox.FeatureSetLearner
+    learner : polydom.classifier.blackbox.FeatureSetLearner
         ``learner.splits`` (the folds), ``learner.chosen`` (learner name per set),
         ``learner.fold_scores`` (per set), ``learner.cache`` (accuracy, model and standard error
         per set), ``learner.race``.

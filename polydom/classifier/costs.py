@@ -74,7 +74,7 @@ class CostFit:
     domain : (float, float)
         The sizes, besides the measured ones, on which the curve was kept non-decreasing.
     timing_curve : CostCurve, optional
-        With a serving calibration (:mod:`polydom.calibration`), the timing pass's curve before
+        With a serving calibration (:mod:`polydom.classifier.calibration`), the timing pass's curve before
         it; ``curve`` is then this plus ``overhead``. None: ``curve`` is the timing pass's.
     overhead : (float, float), optional
         The calibration's ``a + b*n`` (seconds), ``a, b >= 0``.
@@ -83,7 +83,7 @@ class CostFit:
         (the calibration's upper quantile; >= 1).
     guard_by_size : tuple of (size, guard) pairs, optional
         The same guard at each size the calibration saw enough calls of, sizes ascending
-        (:func:`polydom.calibration.calibrate_fit`); None: ``guard`` at every size.
+        (:func:`polydom.classifier.calibration.calibrate_fit`); None: ``guard`` at every size.
     """
 
     name: str
@@ -476,7 +476,7 @@ def costs_from_extraction(
     """Cost curves from the calls the training extraction timed, plus the sides ``plan`` adds.
 
     The extraction computed every feature of every training image once, in turn, as a request
-    does, on the computing thread's CPU clock (:class:`polydom.extraction.FeatureMatrix`): one
+    does, on the computing thread's CPU clock (:class:`polydom.classifier.extraction.FeatureMatrix`): one
     cost sample per feature and image, at the image's own size -- the feature's own work,
     apart from another process's preemptions, which the CPU clock does not count. Where those
     sizes leave gaps (:func:`missing_sides`), resized copies of the largest training images
@@ -490,7 +490,7 @@ def costs_from_extraction(
     features : sequence of Feature
     images : sequence of array
         The training images (validated).
-    matrix : polydom.extraction.FeatureMatrix
+    matrix : polydom.classifier.extraction.FeatureMatrix
         Their extraction, computed one image after another (a parallel extraction's calls share
         the machine's caches; pass a sequential sample instead).
     sizes : array of shape (len(matrix.X),)
@@ -507,7 +507,7 @@ def costs_from_extraction(
     dict of str to CostFit
         In ``features`` order; ``sizes`` and ``seconds`` hold every call (extraction first).
     """
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
 
     sizes = np.asarray(sizes, dtype=np.float64)
     cpu = matrix.cpu_seconds if matrix.cpu_seconds is not None else matrix.seconds

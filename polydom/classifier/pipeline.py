@@ -1,10 +1,10 @@
 """The classifier's fit pipeline: extract, time, learn, build.
 
-1. **Extract** every feature of every training image once (:func:`polydom.extraction.extract_features`).
+1. **Extract** every feature of every training image once (:func:`polydom.classifier.extraction.extract_features`).
 2. **Time** the features on this machine across sizes and fit one cost curve per feature
-   (:func:`polydom.costs.measure_feature_costs`).
+   (:func:`polydom.classifier.costs.measure_feature_costs`).
 3. **Learn**: the cross-validated black box over the feature matrix
-   (:class:`polydom.blackbox.FeatureSetLearner`), on folds shared by every set.
+   (:class:`polydom.classifier.blackbox.FeatureSetLearner`), on folds shared by every set.
 4. **Build** the index with :func:`polydom.build`; sets already in the expansion cache are not
    trained again.
 
@@ -15,7 +15,7 @@ sets are reused when their inputs are unchanged, so a refit with another ``alpha
 Progress (:class:`TrainingProgress`): bars on a terminal; with ``progress=True`` and no terminal,
 plain lines -- one per step, and the sets trained with their rate and the time left at that rate.
 The learner's warnings are counted per fit and reported once, after the build
-(:class:`polydom.warntally.WarningTally`).
+(:class:`polydom.classifier.warntally.WarningTally`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ __all__ = ["FitSettings", "FitResult", "TrainingProgress", "sets_in_cache", "run
 
 def learner_estimator(estimator, random_state):
     """The black box's learners as ``[(name, estimator), ...]``: clones of ``estimator`` (one
-    classifier, a list of them or of named pairs; ``None``: :func:`polydom.blackbox.default_learners`)
+    classifier, a list of them or of named pairs; ``None``: :func:`polydom.classifier.blackbox.default_learners`)
     with every unset ``random_state`` -- nested ones included -- filled with ours."""
     from sklearn.base import clone
 
@@ -186,7 +186,7 @@ class TrainingProgress:
     label : str, default "polydom"
         Prefix of plain lines.
     clock : callable, default time.monotonic
-    log : polydom.progress.ProgressLog, optional
+    log : polydom.classifier.progress.ProgressLog, optional
         The fit's log: plain lines come when it says one is due (an interval that grows with
         the fit) instead of every ``every`` seconds.
 
@@ -271,7 +271,7 @@ def sets_in_cache(cache, key: str | None) -> int:
     """Sets already in the expansion cache under ``key`` (0 without a cache or a key)."""
     if cache is None or key is None or not os.path.isdir(cache):
         return 0
-    from .cache import ExpansionStore
+    from ..cache import ExpansionStore
 
     with ExpansionStore(cache, key) as store:
         return len(store)
@@ -329,7 +329,7 @@ def _screen_folds(s: FitSettings, y, groups):
 
 
 def _cascade_folds(y, groups, random_state):
-    """:data:`~polydom.cascades.CASCADE_FOLDS` grouped, stratified folds for the cascade's
+    """:data:`~polydom.classifier.cascades.CASCADE_FOLDS` grouped, stratified folds for the cascade's
     out-of-fold probabilities, fewer when the smallest class (or the groups) cannot fill them."""
     from .blackbox import make_splits
     from .cascades import CASCADE_FOLDS
@@ -344,9 +344,9 @@ def _measure_costs(images, sizes, matrix, s: FitSettings, say) -> dict[str, Cost
     """The timing pass: cost curves from the extraction's own calls, plus what they lack.
 
     Sequential calls are the samples (a parallel extraction's calls shared the machine: a
-    sample of images is computed again one by one, :func:`polydom.calibration.serving_sample`).
+    sample of images is computed again one by one, :func:`polydom.classifier.calibration.serving_sample`).
     Sizes the training images lack are timed on resized copies within what is left of
-    :data:`~polydom.costs.TIMING_SHARE` of the extraction's compute time (all of
+    :data:`~polydom.classifier.costs.TIMING_SHARE` of the extraction's compute time (all of
     ``timing_sides`` when the caller named them); then the curves are calibrated.
     """
     started = time.perf_counter()
@@ -423,7 +423,7 @@ def _measured_range(fits: dict) -> tuple[float, float]:
 
 
 def _timed_sides(fits: dict) -> tuple[int, ...]:
-    """The square sides equivalent to the sizes the curves rest on (binned, :func:`polydom.costs.bin_sizes`)."""
+    """The square sides equivalent to the sizes the curves rest on (binned, :func:`polydom.classifier.costs.bin_sizes`)."""
     sizes = np.unique(np.concatenate([bin_sizes(fit.sizes) for fit in fits.values()]))
     return tuple(sorted({int(round(float(np.sqrt(n)))) for n in sizes}))
 
@@ -441,7 +441,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
 
     s = settings
     # tqdm bars need a terminal; elsewhere, progress=True means plain lines: one per step, and
-    # within a long step one at an interval that grows with the fit (polydom.progress).
+    # within a long step one at an interval that grows with the fit (polydom.classifier.progress).
     plain = s.progress is True and not sys.stderr.isatty()
     bars = None if plain else s.progress
     log = ProgressLog(plain)

@@ -2,7 +2,7 @@
 
 :class:`ServingPlanner` holds an index and the feature objects it names. For each trained set
 it prepares a :class:`SetPlan` once -- the set's features in column order, its model and a lean
-predictor (:func:`polydom.lean.lean_model`) -- and serves images
+predictor (:func:`polydom.classifier.lean.lean_model`) -- and serves images
 through the index's :meth:`~polydom.index.protocol.CostSensitiveIndex.select`, which decides
 on the real clock which features to compute and which set to serve. Nothing here depends on
 which backend the index is.
@@ -146,7 +146,7 @@ class ServingPlanner:
 
     Invariant: a cached plan is served only for the model mapping it was prepared from, with
     its features in that version's column order. A classifier builds its planner over one
-    version (:mod:`polydom.servingstate`) and never sees another; a planner built over a live
+    version (:mod:`polydom.classifier.servingstate`) and never sees another; a planner built over a live
     loaded index reads the version that index serves at each request, once, and prepares plans
     anew when its models change.
 
@@ -196,7 +196,7 @@ class ServingPlanner:
         RuntimeError
             The index has no model for the set, or names a feature this planner has no
             :class:`Feature` for (a live index refreshed to a version with another feature: a
-            classifier rebuilds its planner instead, :mod:`polydom.servingstate`).
+            classifier rebuilds its planner instead, :mod:`polydom.classifier.servingstate`).
         """
         if index is None:
             index = _version_of(self.index)

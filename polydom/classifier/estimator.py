@@ -1,9 +1,9 @@
 """``CostSensitiveClassifier``: a scikit-learn classifier that predicts within a time budget.
 
 ``fit`` times the features, trains one model per explored feature set and builds an index
-(:mod:`polydom.pipeline`); ``predict`` computes, per image, only the features of the most
-accurate set that fits its budget (:mod:`polydom.serving`); ``save`` and ``load`` keep the
-classifier's own state inside its index (:mod:`polydom.classifier_state`).
+(:mod:`polydom.classifier.pipeline`); ``predict`` computes, per image, only the features of the most
+accurate set that fits its budget (:mod:`polydom.classifier.serving`); ``save`` and ``load`` keep the
+classifier's own state inside its index (:mod:`polydom.classifier.classifier_state`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         objects, in the index's feature order. ``None``: polydom's built-in image features.
     learners : classifier, or list of classifiers or of (name, classifier), optional
         The black box, cloned for every feature set. Several: each set gets the best of them,
-        raced on one draw of folds. ``None``: :func:`polydom.blackbox.default_learners` (LDA
+        raced on one draw of folds. ``None``: :func:`polydom.classifier.blackbox.default_learners` (LDA
         with shrinkage, logistic regression). Linear classifiers (behind ``StandardScaler``)
         are served through a lean numpy path.
     budget : float, optional
@@ -91,7 +91,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         included), ``trained`` (in this fit) and ``reused`` (from the cache); ``features_cached``.
         How many sets of the lattice were trained fully, partly (screened only) or not at all is
         in ``index_.stats`` (``fully_trained``, ``partly_trained``, ``not_trained``).
-    planner_ : polydom.serving.ServingPlanner
+    planner_ : polydom.classifier.serving.ServingPlanner
         Serves images from the version of ``index_`` served (per set: its features, model and
         lean predictor), with the guards serving learns.
     path_, version_ : str
@@ -100,7 +100,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     Notes
     -----
     *One version per request.* Every fitted attribute but ``index_`` is read from one immutable
-    :class:`~polydom.servingstate.ServingState` -- the version served, its feature order and
+    :class:`~polydom.classifier.servingstate.ServingState` -- the version served, its feature order and
     columns, ``classes_``, cost fits, the planner with its plans, learned guards and cascades --
     which a fit, :meth:`load`, :meth:`recost` or a refresh replaces whole, in one assignment.
     ``predict``, ``predict_proba``, ``explain`` and ``score`` read it once at their start, so
@@ -113,7 +113,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     from that version's own saved classifier state -- a refit with its features in another order,
     a feature added or other classes is served as :meth:`load` would serve it -- or, where the
     version cannot be served (not saved by a classifier, damaged, a model refused), raises
-    :class:`~polydom.classifier_state.ClassifierStateError` at every request until a servable
+    :class:`~polydom.classifier.classifier_state.ClassifierStateError` at every request until a servable
     version is adopted. The parameters stay this classifier's: ``budget`` and ``serving`` still
     apply, and ``get_params`` does not change (load the path again for the refit's parameters).
 
@@ -136,7 +136,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     ()
     """
 
-    _constraints = CONSTRAINTS  # declared in polydom.classifier_params, checked when fit starts
+    _constraints = CONSTRAINTS  # declared in polydom.classifier.classifier_params, checked when fit starts
 
     def __init__(self, features=None, learners=None, *, budget=None, cv=5, selection=None, timing=None, cascade=None,
                  serving=None, cache_dir=None, n_jobs=None, random_state=None, progress=None):
@@ -160,7 +160,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
                 self.serving if self.serving is not None else Serving())
 
     def _settings(self) -> dict:
-        """The parameters as the fit pipeline reads them (:class:`polydom.pipeline.FitSettings`)."""
+        """The parameters as the fit pipeline reads them (:class:`polydom.classifier.pipeline.FitSettings`)."""
         selection, timing, cascade, serving = self._policies()
         cascading = cascade if cascade is not None else Cascade()
         return dict(
@@ -286,7 +286,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
     def _state(self) -> ServingState:
         """The serving state every request reads once: the current one, rebuilt first if the
-        index moved to a new version (:func:`polydom.servingstate.follow`).
+        index moved to a new version (:func:`polydom.classifier.servingstate.follow`).
 
         Raises
         ------
@@ -397,7 +397,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         return state, BatchServer(state.planner), images, total_budget, {}
 
     def server(self):
-        """A :class:`~polydom.serving.Server` for this classifier's version: it serves as
+        """A :class:`~polydom.classifier.serving.Server` for this classifier's version: it serves as
         :meth:`predict` does and learns each feature's guard from the requests it serves
         (``serving`` group's ``learn_guards``). The classifier itself never changes by predicting.
         """
@@ -421,7 +421,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         total_budget : float, optional
             Seconds for the whole batch instead (not with ``budget``; the ``budget`` parameter
             does not apply): planned before any feature is computed, then re-planned with the time
-            left as images are served (:mod:`polydom.batchserving`).
+            left as images are served (:mod:`polydom.classifier.batchserving`).
 
         Returns
         -------
@@ -443,7 +443,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     def explain(self, images, budget=None, *, total_budget=None) -> list[Explanation]:
         """Predict as :meth:`predict` does; per image, an :class:`Explanation` of what was computed
         and how long it took. With ``total_budget``, a list that also carries the batch's realised
-        spend (``.summary``, a :class:`~polydom.batchserving.BatchSpend`) and its first ``.plan``."""
+        spend (``.summary``, a :class:`~polydom.classifier.batchserving.BatchSpend`) and its first ``.plan``."""
         _, server, images, budgets, options = self._request(images, budget, total_budget)
         return server.explain(images, budgets, **options)
 

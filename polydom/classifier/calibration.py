@@ -1,6 +1,6 @@
 """Cost curves calibrated to what serving measures, and the guard anytime serving keeps.
 
-The timing pass (:func:`polydom.costs.measure_feature_costs`) measures each feature's intrinsic
+The timing pass (:func:`polydom.classifier.costs.measure_feature_costs`) measures each feature's intrinsic
 cost: primed calls on the timing thread's CPU clock, which reproduce from run to run and on a
 busy machine. A request pays more: the feature meets an image the caches have not seen, on the
 wall clock. Measured on the demo's 2,500 held-out digits, the median request took 1.0 to 3.2
@@ -87,7 +87,7 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
 
     Parameters
     ----------
-    fit : polydom.costs.CostFit
+    fit : polydom.classifier.costs.CostFit
         The timing pass's fit of one feature.
     sizes, seconds : array_like of shape (m,)
         Item size and measured wall time of serving-like calls (the training
@@ -183,11 +183,11 @@ def carry_calibration(old, new):
 def serving_sample(images, features, sizes, count: int = CALIBRATION_IMAGES, random_state=None):
     """``count`` training images, spread over the sizes, computed again one after another.
 
-    Returns ``(matrix, sizes)``: their :class:`~polydom.extraction.FeatureMatrix` and item sizes.
+    Returns ``(matrix, sizes)``: their :class:`~polydom.classifier.extraction.FeatureMatrix` and item sizes.
     What a parallel extraction's calls cannot tell -- the time of a request on a machine whose
     caches no other worker shares -- these calls do (see :func:`calibrate_fits`).
     """
-    from polydom.extraction import extract_features
+    from polydom.classifier.extraction import extract_features
 
     sizes = np.asarray(sizes)
     rng = np.random.default_rng(random_state)
@@ -215,7 +215,7 @@ def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: boo
     images : sequence of array
         The training images (validated).
     features : sequence of Feature
-    matrix : polydom.extraction.FeatureMatrix
+    matrix : polydom.classifier.extraction.FeatureMatrix
         Their extraction.
     sizes : ndarray
         Their item sizes.
@@ -261,7 +261,7 @@ def guard_table(by_size: dict, names) -> dict:
     Parameters
     ----------
     by_size : dict of str to tuple of (size, guard) pairs or None
-        Each feature's :attr:`CostFit.guard_by_size <polydom.costs.CostFit>`.
+        Each feature's :attr:`CostFit.guard_by_size <polydom.classifier.costs.CostFit>`.
     names : sequence of str
         The index's features, in index order.
 

@@ -1,6 +1,6 @@
 """The classifier's parameters: what each accepts, the rules relating two, and what its learners can do.
 
-Moved out of :mod:`polydom.estimator` so that the estimator reads as its methods; the
+Moved out of :mod:`polydom.classifier.estimator` so that the estimator reads as its methods; the
 ``CostSensitiveClassifier`` declares ``_constraints = CONSTRAINTS`` and checks them with
 :func:`check_params` when ``fit`` starts.
 """
@@ -30,7 +30,7 @@ def _is_learners(value) -> bool:
 
 
 # Declared once, as scikit-learn declares ``_parameter_constraints`` (its constraint helpers
-# are private, so these are polydom's own; see polydom.constraints). Checked when fit starts.
+# are private, so these are polydom's own; see polydom.classifier.constraints). Checked when fit starts.
 CONSTRAINTS = {
     "features": [NoneValue(), SequenceOf("feature names or Feature objects")],
     "learners": [NoneValue(), Satisfies(_is_learners, "a scikit-learn classifier, or a list of classifiers or of "
@@ -49,7 +49,7 @@ CONSTRAINTS = {
 
 
 def check_params(params: Mapping, constraints: Mapping) -> None:
-    """The constraint table (each group checks its own values, :meth:`polydom.policies.Policy.check`)."""
+    """The constraint table (each group checks its own values, :meth:`polydom.classifier.policies.Policy.check`)."""
     validate_params(params, constraints)
 
 

@@ -1,6 +1,6 @@
 """One fitted classifier's serving state, as one immutable snapshot per index version.
 
-A request of :class:`~polydom.estimator.CostSensitiveClassifier` reads many things: the index,
+A request of :class:`~polydom.classifier.estimator.CostSensitiveClassifier` reads many things: the index,
 its feature order, each feature's columns, ``classes_``, the planner with its plans, its learned
 guards and the cascades. A loaded index can move to a new version (``index_.refresh()``), a
 refit that may order its features otherwise, add one or predict other classes. So all of it
@@ -14,7 +14,7 @@ new state from the new version's own saved classifier state (:func:`follow`) -- 
 order, columns, classes, cost fits and cascade setting, checked as strictly as at load -- or,
 where the new version cannot be served (no classifier state, a damaged one, a model that fails
 its checks), a :class:`Refusal` that answers every request with a
-:class:`~polydom.classifier_state.ClassifierStateError` until a servable version is adopted.
+:class:`~polydom.classifier.classifier_state.ClassifierStateError` until a servable version is adopted.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PolydomError
+from ..errors import PolydomError
 
 __all__ = ["Refusal", "ServingState", "follow", "view_of"]
 
@@ -157,7 +157,7 @@ class Refusal:
         return view_of(self.source) is self.index
 
     def raise_(self):
-        """Raise a ``kind`` (:class:`~polydom.classifier_state.ClassifierStateError` for the
+        """Raise a ``kind`` (:class:`~polydom.classifier.classifier_state.ClassifierStateError` for the
         classifier) anew per request: one exception object raised in several threads would share
         its traceback."""
         raise self.kind(str(self.error)) from self.error

@@ -148,7 +148,7 @@ class Timing(Policy):
         Degree of the cost polynomials (non-decreasing where the index serves).
     calibrate : bool, default True
         Raise each curve by the overhead a request pays on top of its CPU time (wall clock),
-        measured on the training extraction (:mod:`polydom.calibration`).
+        measured on the training extraction (:mod:`polydom.classifier.calibration`).
     sides : sequence of int, optional
         Square sides to time the features at, on resized copies of the largest training images,
         beside the training extraction's own calls. ``None``: only the sides the training images
