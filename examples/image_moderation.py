@@ -35,14 +35,17 @@ class Decision:
 
 
 class ModerationService:
-    """Holds a loaded classifier; :meth:`moderate` decides one image within a budget."""
+    """Holds a server over a loaded classifier; :meth:`moderate` decides one image within a budget.
+
+    The server learns each feature's guard from the requests it serves, on this machine.
+    """
 
     def __init__(self, index_path: str, flagged=frozenset()):
-        self.clf = polydom.CostSensitiveClassifier.load(index_path)
+        self.server = polydom.CostSensitiveClassifier.load(index_path).server()
         self.flagged = flagged
 
     def moderate(self, image: np.ndarray, budget_ms: float) -> Decision:
-        (e,) = self.clf.explain([image], budget=budget_ms / 1e3)
+        (e,) = self.server.explain([image], budget=budget_ms / 1e3)
         action = "flag" if e.label in self.flagged else "allow"
         return Decision(action, int(e.label), e.features, e.predicted_cost * 1e3, e.measured_cost * 1e3, budget_ms)
 
