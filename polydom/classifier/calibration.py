@@ -126,8 +126,8 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     timing_curve = fit.timing_curve if fit.timing_curve is not None else fit.curve
     predicted = np.maximum(evaluate_cost_curve(timing_curve.coefficients, sizes), 1e-12)
     # The shortfall unclipped, per bin of sizes: where each size has one call (natural images),
-    # clipping each call's shortfall at 0 before the median kept only the slow half and raised
-    # the curve above the median request (held out, by 7-10%). The fit keeps a, b >= 0 itself.
+    # clipping each call's shortfall at 0 before the median keeps only the slow half and raises
+    # the curve above the median request (docs/timing-pass.md). The fit keeps a, b >= 0 itself.
     overhead = _overhead(bin_sizes(sizes), seconds - predicted, predicted)
     curve = timing_curve + CostCurve(overhead)
     guard, by_size = 1.0, []

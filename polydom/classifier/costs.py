@@ -535,9 +535,9 @@ def costs_from_extraction(
     every_size = np.concatenate(all_sizes)
     cpu_all, wall_all = np.concatenate(all_cpu), np.concatenate(all_wall)
     # At the median, a least-absolute-relative-error fit through every call is a median
-    # regression already; other quantiles need calls to take them from, so sizes are binned.
-    # (On natural-size images, whose costs at one size differ by up to 3x between images, the
-    # median per bin followed one bin's majority: hog's held-out error was twice the unbinned.)
+    # regression already; other quantiles need calls to take them from, so sizes are binned
+    # (where costs at one size split into groups, a median per bin follows one group's
+    # majority: docs/timing-pass.md).
     binned = every_size if quantile == 0.5 else bin_sizes(every_size)
     items = np.arange(len(every_size), dtype=np.int64)
     column = {name: j for j, name in enumerate(matrix.names)}
