@@ -223,14 +223,9 @@ class FeatureSetLearner:
         if unknown:
             self._screen(unknown)
         if todo:
-            sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
-            chosen = {s: self._learner(s) for s in todo}
-            tasks = [(s, chosen[s], tr, te) for s in todo for tr, te in self.splits]
-            tasks += [(s, chosen[s], None, None) for s in todo]
-            done = iter(self._run(tasks, sliced, n_jobs=self.finish_jobs))
-            scores = {s: np.array([next(done) for _ in self.splits]) for s in todo}
+            scores, models = self._score_winners(todo, self.splits, refit=True, n_jobs=self.finish_jobs)
             for s in todo:
-                model = next(done)
+                model = models[s]
                 info = {"learner": self.chosen[s], "folds": scores[s].tolist(), "stage": "finished",
                         "warnings": self._set_warnings.pop(s, [])}
                 self.cache[s] = Expansion(float(scores[s].mean()), model,
@@ -239,6 +234,18 @@ class FeatureSetLearner:
                 self.finished.add(s)
             self.fits += len(todo)
         return [self.cache[s] for s in sets]
+
+    def _score_winners(self, todo: list[frozenset], splits, *, refit: bool = False, n_jobs: int | None = None):
+        """Each set's winning learner scored on ``splits`` and, with ``refit``, fitted on every
+        row: ``({set: fold scores}, {set: model})`` (no models without ``refit``)."""
+        sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
+        chosen = {s: self._learner(s) for s in todo}
+        tasks = [(s, chosen[s], tr, te) for s in todo for tr, te in splits]
+        if refit:
+            tasks += [(s, chosen[s], None, None) for s in todo]
+        done = iter(self._run(tasks, sliced, n_jobs=n_jobs))
+        scores = {s: np.array([next(done) for _ in splits]) for s in todo}
+        return scores, ({s: next(done) for s in todo} if refit else {})
 
     def rescore(self, sets: Sequence[Iterable[str]]) -> list[Expansion]:
         """Score sets again on :attr:`rescore_splits` with the learner each already won with.
@@ -252,12 +259,9 @@ class FeatureSetLearner:
         self._learn_unknown(sets)
         todo = [s for s in dict.fromkeys(sets) if s not in self.rescored and s and self.rescore_splits]
         if todo:
-            sliced = {s: self.X[:, self.columns_of(s)] for s in todo}
-            chosen = {s: self._learner(s) for s in todo}
-            tasks = [(s, chosen[s], tr, te) for s in todo for tr, te in self.rescore_splits]
-            extra = iter(self._run(tasks, sliced))
+            extra, _ = self._score_winners(todo, self.rescore_splits)
             for s in todo:
-                folds = np.concatenate([self.fold_scores[s], [next(extra) for _ in self.rescore_splits]])
+                folds = np.concatenate([self.fold_scores[s], extra[s]])
                 old = self.cache[s]
                 self.cache[s] = Expansion(float(folds.mean()), old.model, standard_error(folds, self._test_fraction, self._n_items))
                 self.fold_scores[s] = folds

@@ -17,16 +17,15 @@ __all__ = ["CONSTRAINTS", "check_params", "estimator_has"]
 
 
 def _is_learners(value) -> bool:
-    """One classifier, or a non-empty list of classifiers or of (name, classifier) pairs."""
-    def one(v):
-        return hasattr(v, "fit") and hasattr(v, "predict")
+    """One classifier, or a non-empty list of classifiers or of (name, classifier) pairs: what
+    :func:`~polydom.classifier.learners.as_learners` accepts."""
+    from .learners import as_learners
 
-    if one(value):
-        return True
-    if isinstance(value, (list, tuple)) and value:
-        return all(one(v) or (isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) and one(v[1]))
-                   for v in value)
-    return False
+    try:
+        as_learners(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 # Declared once, as scikit-learn declares ``_parameter_constraints`` (its constraint helpers

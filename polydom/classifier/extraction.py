@@ -25,7 +25,8 @@ import numpy as np
 
 from polydom.featurizers import Feature, FeatureError, validate_image
 
-__all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "machine_fingerprint"]
+__all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "machine_fingerprint",
+           "write_atomically"]
 
 _FORMAT = b"polydom-feature-matrix-v1"
 
@@ -155,18 +156,25 @@ def _read_cache(path: str, n: int, names: Sequence[str], widths: Sequence[int]):
     return X, seconds, cpu_seconds
 
 
-def _write_cache(path: str, X, seconds, cpu_seconds, names, widths) -> None:
+def write_atomically(path: str, write) -> None:
+    """Write a cache file whole or not at all: ``write(binary file)`` fills a temporary file
+    beside ``path``, which then replaces it (readers see the old file or the whole new one)."""
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".features-", suffix=".npz", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".polydom-", suffix=os.path.splitext(path)[1], dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, X=X, seconds=seconds, cpu_seconds=cpu_seconds, names=np.array(list(names)), widths=np.array(widths, dtype=np.int64))
-        os.replace(tmp, path)  # readers see the old file or the whole new one
+            write(fh)
+        os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _write_cache(path: str, X, seconds, cpu_seconds, names, widths) -> None:
+    write_atomically(path, lambda fh: np.savez(fh, X=X, seconds=seconds, cpu_seconds=cpu_seconds,
+                                               names=np.array(list(names)), widths=np.array(widths, dtype=np.int64)))
 
 
 def extract_features(

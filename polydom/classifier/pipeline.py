@@ -229,29 +229,32 @@ class TrainingProgress:
             text += f", at most {(self.limit - self.trained) / rate:.0f} s left"
         return text
 
+    def _due(self) -> bool:
+        """Whether a plain line is due: when the fit's log says so, else every ``every`` seconds."""
+        return self.log.due() if self.log is not None else self.clock() - self.last >= self.every
+
+    def _print(self, text: str) -> None:
+        self.last = self.clock()
+        print(text, file=self.stream, flush=True)
+        if self.log is not None:
+            self.log.last = self.log.clock()
+
     def __call__(self, trained: int) -> None:
         first = self.trained == 0
         self.trained = trained
         if self.bar is not None:
             self.bar.update(trained - self.bar.n)
-        elif self.lines and (first or (self.log.due() if self.log is not None
-                                       else self.clock() - self.last >= self.every)):
-            self.last = self.clock()
-            print(self.line(), file=self.stream, flush=True)
-            if self.log is not None:
-                self.log.last = self.log.clock()
+        elif self.lines and (first or self._due()):
+            self._print(self.line())
 
     def finished(self, count: int) -> None:
         """``count`` screened sets trained fully so far (a plain line when one is due)."""
         self.fully = count
         if self.bar is not None:
             self.bar.set_postfix_str(f"{count} trained fully")
-        elif self.lines and (self.log.due() if self.log is not None else self.clock() - self.last >= self.every):
-            self.last = self.clock()
-            print(f"{self.label}: training the sets that could be served fully: {count} so far, "
-                  f"{self.clock() - self.started:.0f} s since training began", file=self.stream, flush=True)
-            if self.log is not None:
-                self.log.last = self.log.clock()
+        elif self.lines and self._due():
+            self._print(f"{self.label}: training the sets that could be served fully: {count} so far, "
+                        f"{self.clock() - self.started:.0f} s since training began")
 
     def close(self, done: bool = True) -> None:
         """Close the bar, or print the last line (how many sets were trained, and how fast) --
@@ -391,19 +394,11 @@ class _CostCache:
 
     def write(self, fits: dict) -> None:
         import json
-        import tempfile
 
-        directory = os.path.dirname(self.path)
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".costs-", suffix=".json", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({name: fit.to_json() for name, fit in fits.items()}, fh, allow_nan=False)
-            os.replace(tmp, self.path)  # readers see the old file or the whole new one
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        from .extraction import write_atomically
+
+        text = json.dumps({name: fit.to_json() for name, fit in fits.items()}, allow_nan=False)
+        write_atomically(self.path, lambda fh: fh.write(text.encode("utf-8")))
 
 
 def _cost_cache(s: FitSettings, timing_key: tuple) -> _CostCache | None:
