@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 from polydom.classifier.costs import choose_timing_images, measure_feature_costs
-from polydom.demo.job import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
+from lab.job import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
 from polydom.featurizers import resolve_features
 from polydom.featurizers.datasets import load_digits_images
 from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve

@@ -49,8 +49,8 @@ def main(argv=None) -> int:
     import polydom
     from polydom.demo import stats
     from polydom.demo.evaluation import serve_grid
-    from polydom.demo.job import split_pictures
-    from polydom.demo.settings import DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
+    from lab.job import split_pictures
+    from lab.settings import DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images

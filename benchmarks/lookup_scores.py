@@ -8,7 +8,7 @@ the two indexes alternating pass by pass in one process.
 
 Usage::
 
-    polydom demo --out build/demo
+    python -P benchmarks/backends.py --out build/demo
     python -P benchmarks/lookup_scores.py build/demo
 """
 
@@ -36,7 +36,7 @@ def per_query(call, queries, repeat: int) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", help="a finished `polydom demo --out DIR` directory")
+    parser.add_argument("run", help="a finished `python -P benchmarks/backends.py --out DIR` directory")
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--passes", type=int, default=9, help="alternating passes per index (default 9)")
     parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
@@ -44,10 +44,10 @@ def main(argv=None) -> int:
     if args.queries < 1 or args.passes < 1:
         sys.exit("lookup_scores: --queries and --passes must be >= 1")
     if not os.path.isdir(os.path.join(args.run, "index")):
-        sys.exit(f"lookup_scores: {args.run} holds no index/; run `polydom demo --out {args.run}` first")
+        sys.exit(f"lookup_scores: {args.run} holds no index/; run `python -P benchmarks/backends.py --out {args.run}` first")
 
     import polydom
-    from polydom.demo.job import run_arguments, with_scores
+    from lab.job import run_arguments, with_scores
     from polydom.demo.markdown import table
 
     clf = polydom.CostSensitiveClassifier.load(os.path.join(args.run, "index"))

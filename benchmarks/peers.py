@@ -229,8 +229,8 @@ def cpu_seconds(pid: int):
 
 def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: int, seed: int):
     """Images, labels, training and held-out positions, and picture groups -- as the demo makes them
-    (:func:`polydom.demo.job._run`): every picture rendered at every side, whole pictures split."""
-    from polydom.demo.job import load_split as demo_split
+    (:func:`lab.job._run`): every picture rendered at every side, whole pictures split."""
+    from lab.job import load_split as demo_split
 
     images, labels, train, test = demo_split(dataset, sides, train_per_class, held_out_per_class, seed)
     groups = np.arange(len(images)) // len(sides)
@@ -327,7 +327,7 @@ def timing_sides(sides) -> tuple:
     """The demo's timing sides, plus any served side outside their range (so that no served size
     is extrapolated to); the demo's own sides and ``--realdata``'s lie inside, and get exactly
     the demo's."""
-    from polydom.demo.settings import TIMING_SIDES
+    from lab.settings import TIMING_SIDES
 
     low, high = min(TIMING_SIDES), max(TIMING_SIDES)
     return tuple(sorted(set(TIMING_SIDES) | {s for s in sides if not low <= s <= high}))
@@ -872,7 +872,7 @@ def load_average() -> str:
 # --------------------------------------------------------------------------- main
 
 def main(argv=None) -> None:
-    from polydom.demo.settings import DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES
+    from lab.settings import DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default="digits")
@@ -969,7 +969,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     from polydom.demo.evaluation import serve_grid
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
-    from polydom.demo.job import split_pictures
+    from lab.job import split_pictures
     from sklearn.model_selection import StratifiedGroupKFold
 
     sides, budgets = tuple(sides), tuple(float(b) for b in budgets)
@@ -1060,7 +1060,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
                                    cpu_seconds=held.cpu_seconds)
         results[UNGUARDED] = cell_stats(bare_grid.correct, bare_grid.measured, test_sizes, sides, budgets)
         fit_seconds[UNGUARDED], models[UNGUARDED] = 0.0, "PolyDom's fit"
-    from polydom.demo.job import with_scores
+    from lab.job import with_scores
 
     for scores, name in RANKINGS.items():
         if clf.index_.params.get("scores") == scores or not hasattr(clf.index_, "with_scores"):

@@ -13,7 +13,7 @@ sizes 1..100) and a batch of 10,000 item sizes drawn uniformly from that range:
   against per-item lookup at the mean budget: realised mean cost and accuracy.
 
 **Real** -- the demo's primary PolyDom classifier (α = 1, tie rule off, its cost settings read
-from :mod:`polydom.demo.settings`), fitted as ``polydom demo`` fits it: scikit-learn's digits
+from :mod:`lab.settings`), fitted as ``benchmarks/backends.py`` fits it: scikit-learn's digits
 rendered at the demo's five sides (28..280 px), its eight features timed on this machine,
 ``train_per_class`` pictures per class for training and the rest held out, 3 folds grouped by
 picture. Item sizes are pixel counts and costs are the index's predicted seconds. Batches of N
@@ -241,7 +241,7 @@ def demo_params(args) -> dict:
     """The classifier parameters the demo fits its primary PolyDom backend with (its base
     parameters, then the backend's own), read from its settings so that this follows the demo;
     ``--cost-quantile`` overrides one."""
-    from polydom.demo import settings
+    from lab import settings
 
     changes = dict(dict(settings.BACKENDS)[settings.PRIMARY])
     if args.cost_quantile is not None:
@@ -251,12 +251,12 @@ def demo_params(args) -> dict:
 
 
 def fit_real(args):
-    """The demo's PolyDom α=1 classifier and its held-out images, fitted as ``polydom demo`` fits them
+    """The demo's PolyDom α=1 classifier and its held-out images, fitted as ``benchmarks/backends.py`` fits them
     (one process: ``n_jobs=None``, BLAS at one thread)."""
     from threadpoolctl import threadpool_limits
 
-    from polydom.demo.job import split_pictures
-    from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
+    from lab.job import split_pictures
+    from lab.settings import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.datasets import load_digits_images
@@ -579,7 +579,7 @@ def draw_accuracy(predicted: list[dict], held: list[dict], n_predicted: int, n_h
 
 
 def real_report(args, clf, held: HeldOut, info: dict, sweep, predicted, held_rows, figures) -> list[str]:
-    from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
+    from lab.settings import DEFAULT_FEATURES, DEFAULT_SIDES
     from polydom.demo.stats import Z
 
     index = clf.planner_.index
@@ -589,7 +589,7 @@ def real_report(args, clf, held: HeldOut, info: dict, sweep, predicted, held_row
     lines = [
         "## Real instance: the demo's PolyDom index",
         "",
-        f"The demo's PolyDom α=1 classifier, fitted as `polydom demo` fits it, in one process: scikit-learn's "
+        f"The demo's PolyDom α=1 classifier, fitted as `benchmarks/backends.py` fits it, in one process: scikit-learn's "
         f"digits rendered at sides {', '.join(map(str, DEFAULT_SIDES))} px, features "
         f"{', '.join(f'`{f}`' for f in DEFAULT_FEATURES)}, {args.train_per_class} training pictures per class "
         f"({len(clf.classes_)} classes) and {args.held_out_per_class} held out, cv=3 grouped by picture, random "

@@ -1,8 +1,8 @@
 """Planning at scale: ``plan_batch`` and ``StreamBudget`` over 10^4 .. 10^6 distinct item sizes.
 
 The indexes are the demo's digits backends, PolyDom α=1 (the demo's primary) and Greedy, fitted
-as ``polydom demo`` fits them (its features, sides, timing sides and parameters, read from
-:mod:`polydom.demo.settings`; one classifier refitted with one cache directory, so both share one
+as ``benchmarks/backends.py`` fits them (its features, sides, timing sides and parameters, read from
+:mod:`lab.settings`; one classifier refitted with one cache directory, so both share one
 timing pass) on ``--train-per-class`` pictures per class. The fitted indexes are saved in
 ``--cache`` (a folder under the system's temporary directory by default, kept between runs) and
 loaded from there, so reruns plan on the same indexes.
@@ -67,9 +67,9 @@ def fit_indexes(cache: Path, train_per_class: int) -> dict:
     if not all(p.is_dir() for p in paths.values()):
         from threadpoolctl import threadpool_limits
 
-        from polydom.demo.job import split_pictures
-        from polydom.demo.settings import BACKENDS as DEMO_BACKENDS
-        from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES, variant_params
+        from lab.job import split_pictures
+        from lab.settings import BACKENDS as DEMO_BACKENDS
+        from lab.settings import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES, variant_params
         from polydom.featurizers.datasets import load_digits_images
 
         settings = dict(DEMO_BACKENDS)
@@ -195,7 +195,7 @@ def report(results: dict, args, info: dict) -> str:
         f"start, {info['load_after']} at the end (the machine is shared: timings move with its load).",
         "",
         "Indexes: the demo's digits backends PolyDom α=1 and Greedy (`--train-per-class "
-        f"{args.train_per_class}`), fitted as `polydom demo` fits them: " + "; ".join(
+        f"{args.train_per_class}`), fitted as `benchmarks/backends.py` fits them: " + "; ".join(
             f"{name} `{info['indexes'][name]}`" for name in BACKENDS) + ".",
         f"Sizes: N distinct pixel counts drawn uniformly from [{SIZES[0]:g}, {SIZES[1]:g}] (seed 1). `plan_batch`: "
         f"the greedy solver at {args.fraction:g} of what every item's most accurate set costs together. "

@@ -39,7 +39,7 @@ def probe_values(text: str) -> list[int]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", help="finished `polydom demo --out DIR` directories")
+    parser.add_argument("runs", nargs="+", help="finished `python -P benchmarks/backends.py --out DIR` directories")
     parser.add_argument("--values", type=probe_values, default="1024,256",
                         help="forget_after values, the first the reference (default 1024,256)")
     parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
@@ -53,9 +53,10 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore", UserWarning)
 
     import polydom
-    from polydom.demo import cells, stats
+    from lab import cells
+    from polydom.demo import stats
     from polydom.demo.evaluation import serve_grid
-    from polydom.demo.job import load_run_held_out, run_arguments
+    from lab.job import load_run_held_out, run_arguments
     from polydom.demo.markdown import table
 
     started = time.perf_counter()

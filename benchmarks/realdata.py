@@ -95,7 +95,7 @@ def fit_all(images, labels, groups, base: dict, methods, log):
     backends: the feature matrix and the cost fits are measured once and shared, so the methods
     differ in what they choose, not in the luck of their own timing run.
     """
-    from polydom.demo.settings import variant_params
+    from lab.settings import variant_params
 
     fitted, seconds = {}, {}
     by_params = {}

@@ -20,7 +20,7 @@ the demo's cell-by-cell section on the pooled numbers:
 
 Usage::
 
-    for s in 0 1 2 3; do polydom demo --seed $s --out build/d$s; done
+    for s in 0 1 2 3; do python -P benchmarks/backends.py --seed $s --out build/d$s; done
     python -P benchmarks/seeds.py build/d0 build/d1 build/d2 build/d3 --name digits [--scores]
 """
 
@@ -47,13 +47,13 @@ def pooled(estimates):
 
 
 def load_runs(paths):
-    from polydom.demo.evaluation import ANSWERS_FILE, load_answers
+    from lab.answers import ANSWERS_FILE, load_answers
 
     runs = []
     for path in paths:
         file = os.path.join(path, ANSWERS_FILE)
         if not os.path.exists(file):
-            sys.exit(f"seeds: {path} holds no {ANSWERS_FILE}; run `polydom demo --out {path} --seed N` first")
+            sys.exit(f"seeds: {path} holds no {ANSWERS_FILE}; run `python -P benchmarks/backends.py --out {path} --seed N` first")
         runs.append(load_answers(file))
     budgets = [tuple(r[0][next(iter(r[0]))].budgets) for r in runs]
     sides = [tuple(np.unique(r[1])) for r in runs]
@@ -73,7 +73,7 @@ def add_score_grids(paths, runs):
     recorded held-out times, and add the grids to the run's."""
     import polydom
     from polydom.demo.evaluation import serve_grid
-    from polydom.demo.job import load_run_held_out, run_arguments, with_scores
+    from lab.job import load_run_held_out, run_arguments, with_scores
 
     for path, (grids, sizes, _, y) in zip(paths, runs):
         try:
@@ -118,9 +118,9 @@ def score_section(runs, rivals) -> list[str]:
 
 
 def run_cells(runs, reference, rivals, on_time=False):
-    """Per run, :func:`polydom.demo.cells.versus` of ``reference`` against the best of ``rivals``
+    """Per run, :func:`lab.cells.versus` of ``reference`` against the best of ``rivals``
     in each cell (late answers counted wrong with ``on_time``)."""
-    from polydom.demo import cells
+    from lab import cells
 
     found = []
     for grids, sizes, pictures, _ in runs:
@@ -131,14 +131,14 @@ def run_cells(runs, reference, rivals, on_time=False):
 
 
 def per_cell(runs, reference, rival, on_time=False):
-    """Per cell, each run's :class:`~polydom.demo.cells.Cell` of ``rival`` against ``reference``."""
+    """Per cell, each run's :class:`~lab.cells.Cell` of ``rival`` against ``reference``."""
     return list(zip(*run_cells(runs, reference, [rival], on_time)))  # one tuple of runs per cell
 
 
 def best_rival_cells(runs, reference, rivals, on_time=False):
-    """Per cell: the pooled :class:`~polydom.demo.cells.Cell` of the rival with the best pooled
+    """Per cell: the pooled :class:`~lab.cells.Cell` of the rival with the best pooled
     accuracy there, and that rival's per-run gaps."""
-    from polydom.demo.cells import Cell
+    from lab.cells import Cell
 
     by_rival = {n: per_cell(runs, reference, n, on_time) for n in rivals}
     out = []
@@ -167,7 +167,7 @@ def mean_over_cells(runs, reference, other, on_time=False):
 
 
 def cells_summary(found, what, reference):
-    from polydom.demo.conclusions import side
+    from lab.conclusions import side
     from polydom.demo.markdown import ms
 
     cells_only = [c for c, _ in found]
@@ -194,7 +194,7 @@ def run_counts(runs, reference, rivals, on_time=False):
 
 def violations(runs, name):
     """Per cell: pooled share of late answers and the worst run's share."""
-    from polydom.demo import cells
+    from lab import cells
 
     per_run = [cells.violations(grids[name], sizes) for grids, sizes, _, _ in runs]
     keys = list(per_run[0])
@@ -202,7 +202,7 @@ def violations(runs, name):
 
 
 def cascade_rows(runs, pair):
-    from polydom.demo import cells
+    from lab import cells
 
     per_run = []
     for grids, _, pictures, _ in runs:
@@ -221,7 +221,7 @@ def cascade_rows(runs, pair):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", help="finished `polydom demo --out DIR --seed N` directories")
+    parser.add_argument("runs", nargs="+", help="finished `python -P benchmarks/backends.py --out DIR --seed N` directories")
     parser.add_argument("--name", default="digits", help="names the report: results/seeds-NAME.md")
     parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
     parser.add_argument("--scores", action="store_true",
@@ -230,9 +230,9 @@ def main(argv=None) -> int:
     if len(args.runs) < 2:
         sys.exit("seeds: give at least two runs")
 
-    from polydom.demo.conclusions import side
+    from lab.conclusions import side
     from polydom.demo.markdown import ms
-    from polydom.demo.settings import CASCADE_PAIR, PLAIN, PRIMARY, RIVALS, WORST_CASE
+    from lab.settings import CASCADE_PAIR, PLAIN, PRIMARY, RIVALS, WORST_CASE
 
     started = time.perf_counter()
     runs = load_runs(args.runs)
@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     n_pictures = [len(np.unique(r[2])) for r in runs]
     out = [f"# Demo runs with independent seeds, pooled: {args.name}", "",
            f"`python -P benchmarks/seeds.py {' '.join(os.path.basename(p.rstrip('/')) for p in args.runs)} "
-           f"--name {args.name}{' --scores' if args.scores else ''}` on {len(runs)} demo runs (`polydom demo --seed N`), each with its own "
+           f"--name {args.name}{' --scores' if args.scores else ''}` on {len(runs)} demo runs (`python -P benchmarks/backends.py --seed N`), each with its own "
            f"held-out pictures ({', '.join(map(str, n_pictures))}), training pictures, renderings, folds and timings. "
            "Per cell, the pooled gap is the mean of the runs' paired gaps, ± sqrt(Σ se²) / runs.", ""]
 

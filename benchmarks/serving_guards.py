@@ -1,7 +1,7 @@
 """Guards learned while serving, against the fit's guards alone, on one demo run's index.
 
 Serves the demo's held-out grid three times from the saved PolyDom α=1 index of a finished
-``polydom demo --out OUT`` run, replaying the held-out feature times that run measured (its
+``python -P benchmarks/backends.py --out OUT`` run, replaying the held-out feature times that run measured (its
 feature cache), so that the three passes differ only in their guards:
 
 * **fit only** -- the guards the fit measured (``learn_guards`` off);
@@ -15,9 +15,9 @@ on-time accuracy (an answer over its budget counts wrong), and budget violations
 
 Usage::
 
-    polydom demo --out build/demo
+    python -P benchmarks/backends.py --out build/demo
     python -P benchmarks/serving_guards.py --out build/demo
-    polydom demo --dataset fashion-mnist --out build/demo-fashion
+    python -P benchmarks/backends.py --dataset fashion-mnist --out build/demo-fashion
     python -P benchmarks/serving_guards.py --out build/demo-fashion
 """
 
@@ -35,7 +35,7 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def main(argv=None) -> int:
-    from polydom.demo.job import add_run_arguments, load_run_held_out, run_arguments
+    from lab.job import add_run_arguments, load_run_held_out, run_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_run_arguments(parser)
@@ -44,9 +44,10 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
 
     import polydom
-    from polydom.demo import cells, stats
+    from lab import cells
+    from polydom.demo import stats
     from polydom.demo.evaluation import serve_grid
-    from polydom.demo.settings import DEFAULT_BUDGETS
+    from lab.settings import DEFAULT_BUDGETS
 
     started = time.perf_counter()
     try:
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
     with open(path, "w", encoding="utf-8") as f:
         f.write(f"# Guards learned while serving ({dataset})\n\n"
                 f"`python -P benchmarks/serving_guards.py --out {os.path.basename(os.path.normpath(args.out))}` "
-                f"({dataset}, `polydom demo` seed {run_arguments(args.out).seed}) on a demo run's saved "
+                f"({dataset}, `benchmarks/backends.py` seed {run_arguments(args.out).seed}) on a demo run's saved "
                 f"index and held-out times ({len(y)} images, {len(DEFAULT_BUDGETS)} budgets); accuracies ± one "
                 "standard error over pictures, differences paired. On time: an answer whose measured extraction "
                 "time exceeded its budget counts as wrong.\n\n" + table + "\n")

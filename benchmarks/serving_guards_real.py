@@ -3,7 +3,7 @@
 ``benchmarks/serving_guards.py`` judges guards on replayed feature times, where a call never
 takes longer than it did when the demo measured it. A real process has calls far above any
 curve (a pause, a cold cache), and a guard that then refuses a feature also stops learning from
-it. This serves held-out images of a finished ``polydom demo`` run one after another with two
+it. This serves held-out images of a finished ``benchmarks/backends.py`` run one after another with two
 classifiers loaded from its index: one learns its serving guards with the working tree's
 ``polydom.index.servingguards``, the other with that module as of ``--against`` (the order of the
 two flips at random per image; features computed now, on this machine). Per seed and budget it
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_run_split, run_arguments
+from lab.job import add_run_arguments, load_run_split, run_arguments
 from polydom.demo.stats import mean_se
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too

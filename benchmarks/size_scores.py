@@ -23,7 +23,7 @@ within the budget, from the run's fitted curves; lookups only, no clock -- by ea
 Each pick is judged on the held-out images of that size, paired against *monotone* over the
 held-out pictures; runs pool cell by cell (the mean of the runs' gaps, ± sqrt(Σ se²) / runs).
 
-    polydom demo --out RUN [--dataset fashion-mnist] [--seed S]
+    python -P benchmarks/backends.py --out RUN [--dataset fashion-mnist] [--seed S]
     python -P benchmarks/size_scores.py RUN [RUN ...]
 
 Writes ``benchmarks/results/size-scores-DATASET.md``. About six minutes per run on two cores (all
@@ -51,8 +51,8 @@ CACHE = os.path.join("cache", "size-scores.npz")
 def per_item(args):
     """Every subset's out-of-fold correctness on the training images, held-out correctness, CV score."""
     import polydom
-    from polydom.demo.job import load_run_split, run_arguments
-    from polydom.demo.settings import DEFAULT_FEATURES, DEFAULT_SIDES
+    from lab.job import load_run_split, run_arguments
+    from lab.settings import DEFAULT_FEATURES, DEFAULT_SIDES
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.classifier.precomputed import fit_features
@@ -101,7 +101,7 @@ def per_item(args):
 
 def run_settings(out: str) -> np.ndarray:
     """What identifies the run in ``out`` (dataset, per-class counts, seed), as a string array."""
-    from polydom.demo.job import run_arguments
+    from lab.job import run_arguments
 
     run = run_arguments(out)
     return np.array([run.dataset, str(run.train_per_class), str(run.held_out_per_class), str(run.seed)])
@@ -181,13 +181,13 @@ def pooled_gaps(runs: list[dict], name: str, reference: str):
 
 
 def main(argv=None) -> int:
-    from polydom.demo.job import finished_run, run_arguments
+    from lab.job import finished_run, run_arguments
     from polydom.demo.markdown import table
-    from polydom.demo.settings import DEFAULT_BUDGETS
+    from lab.settings import DEFAULT_BUDGETS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=finished_run,
-                        help="finished `polydom demo --out RUN` directories of one dataset")
+                        help="finished `python -P benchmarks/backends.py --out RUN` directories of one dataset")
     parser.add_argument("--results", default=RESULTS, help="where the report goes (default benchmarks/results)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")

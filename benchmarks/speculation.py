@@ -3,7 +3,7 @@
 The demo judges ``speculate=True`` on a replay of recorded feature times, where an abandoned
 feature costs nothing after its deadline. Served for real, the abandoned computation keeps a
 worker thread busy while the next requests run. This serves held-out images of a finished
-``polydom demo`` run one after another, each once with ``speculate=True`` and once with
+``benchmarks/backends.py`` run one after another, each once with ``speculate=True`` and once with
 ``speculate=False`` (two classifiers loaded from the run's index, each with its own serving
 guards; the order of the two flips at random per image), with features computed now, and prints
 per budget: the share of answers over budget, on-time accuracy (late answers count wrong) with its
@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 import polydom
-from polydom.demo.job import add_run_arguments, load_run_split, run_arguments
+from lab.job import add_run_arguments, load_run_split, run_arguments
 from polydom.demo.stats import mean_se
 
 

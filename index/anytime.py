@@ -46,10 +46,9 @@ and the stake pays on the fit's guard, the walk starts it anyway and records the
 (:meth:`~polydom.index.servingguards.ServingGuards.wants_sample`), after which the band's own guard
 decides (``docs/start-rule.md`` has the evidence).
 
-*Trying past the guard* (``speculate=True``). At the tightest budgets the guard refuses a
-feature that usually fits (at 0.2 ms on the demo's 28x28 digits, the thumbnail's median call
-fits and its 0.99 quantile does not), and the walk answers with ``{}``. When the walk would stop
-there, the next feature's *unguarded* predicted cost still fits, and finishing it would serve a
+*Trying past the guard* (``speculate=True``). At the tightest budgets the guard may refuse a
+feature that usually fits, and the walk answers with ``{}`` (why: ``docs/speculation.md``).
+When the walk would stop there, the next feature's *unguarded* predicted cost still fits, and finishing it would serve a
 more accurate set, the walk may start it with a deadline: ``compute(name, deadline)``, where
 ``deadline`` is the clock reading by which the walk must answer, either returns in time or raises
 :class:`FeatureTimeout` at the deadline, and the walk then answers with what it had. On a clock
@@ -398,8 +397,8 @@ def ranked_prefixes(chains: Mapping[int, Sequence[int]], trained: Mapping[int, f
     equal accuracies, in the order the chains list them (the first one met wins a tie).
 
     The walk asks after every feature which computed prefix is best; scanning this list from the
-    top answers at the first prefix whose features are all computed, where walking each chain
-    cost most of a walk's bookkeeping (``benchmarks/anytime_overhead.py``).
+    top answers at the first prefix whose features are all computed, without walking each chain
+    (why: ``docs/walk-bookkeeping.md``).
     """
     seen: dict[int, float] = {}
     for order in chains.values():

@@ -19,20 +19,17 @@ on a few items where the whole set is wrong; counting those as wins lets the sea
 that lose other items with them, and on new items the wins do not come back while the losses
 do. For the same reason each stage has one threshold for every class by default: a threshold
 per class and stage, chosen from ~100 out-of-fold items per class, finds cut-offs where no loss
-happened to fall, and loses on new items (measured on the demo's digits: per-class thresholds
-lost 0.5-1.7 points of held-out accuracy at the same out-of-fold target, one per stage 0-0.4).
+happened to fall, and loses on new items (why: ``docs/cascades.md``).
 ``per_class=True`` refines each class's threshold from the shared one, for data large enough
 to tell the classes apart.
 
 Deciding with the fold models. The thresholds are learned on fold models' out-of-fold
 probabilities, and a prefix's served model, trained on every training item, is surer of itself
-than they were (on the demo's digits, held out: mean top probability 0.833 against a fold
-model's 0.820 on the same images), so held-out items cleared thresholds that out-of-fold ones
-had not, and a cascade fitted to lose nothing lost items. Where every fold model's probabilities
+than they were, so held-out items clear thresholds that out-of-fold ones did not
+(why: ``docs/cascades.md``). Where every fold model's probabilities
 are a softmax of linear scores (:func:`polydom.classifier.lean.linear_proba_arrays`), a prefix's
 :class:`Committee` -- its fold models as arrays -- decides whether to stop, with the mean of their
-probabilities: the confidence scale the thresholds were learned on. (One fold model alone was no
-better than the served model: it is as sure, and noisier.) Other learners decide with the
+probabilities: the confidence scale the thresholds were learned on. Other learners decide with the
 served model. Either way the served model answers.
 
 Invariant (checked by :func:`check_thresholds`): thresholds lie in ``[0, 1]``, one row per
@@ -268,8 +265,7 @@ class Committee:
         self.check()
         # The scaling folded into the coefficients, every member side by side: one row times
         # one (inputs, members * scores) matrix scores all members at once (a stage's decision
-        # is on the request path; this takes it from about 33 to 13 us on the demo's widest
-        # committee, benchmarks/cascade_decision.py).
+        # is on the request path; why: docs/cascades.md).
         # Centring on the members' average first keeps the folded offset a small correction
         # (the members' centrings differ little) instead of a difference of large numbers.
         k, d, s = self.coef.shape

@@ -8,9 +8,8 @@ predicted of the last ``window`` calls, the ``quantile`` those ratios' middle ha
 
 *Intrinsic cost and scheduling noise.* A call's wall time is the feature's own work plus
 whatever the machine did meanwhile. Another process taking the core for a few milliseconds
-lands on any call, however cheap: a 0.2 ms feature's ratio becomes 15 or 25. The raw 0.99
-quantile of such a window is a preempted call, and the walk then served the majority class at
-every budget that feature fitted (``docs/start-rule.md``).
+lands on any call, however cheap, so a high quantile of a window's raw wall-clock ratios is a
+preempted call.
 Where the caller measures the computing thread's CPU time (serving does), the guard comes from
 the CPU / predicted ratios -- the feature's own work, which preemption and time slicing do not
 touch -- and the wall clock enters only through the chance to finish. Either way the guard comes
@@ -21,21 +20,17 @@ to finish (:meth:`ServingGuards.finish_chance`) counts every call, preempted one
 
 Until a feature has ``min_calls`` calls in a band, the ratios of *every* feature served in that
 band stand in for its own, once there are ``pool_min_calls`` of them: the guard is the larger of
-the index's guard and that pooled guard. The machine's slowdown is shared by the features: on
-the demo's Fashion-MNIST run the learned guards at 28x28 were 1.3 to 1.6 times the fit's for
-every one of the eight features, and waiting for each feature's own calls let each new feature a
-walk reached overrun its first ones in turn. Bands do not borrow from each other: the smallest
+the index's guard and that pooled guard, since the machine's slowdown is shared by the
+features (why: ``docs/serving-guards.md``). Bands do not borrow from each other: the smallest
 items run furthest above their curves (per-call overhead).
 
 *One call alone* does not set a guard: a learned guard is the window's quantile, capped at its
 second largest ratio. A request path has rare calls far above any curve -- the process paused,
-a cache went cold -- and with few calls a high quantile sits at the largest. Served for real on
-the demo's Fashion-MNIST index, one thumbnail call at 447 times its curve made that band's
-guard 157 after 66 calls, and one first call at 9 times made the band's pooled guard 7.75 for
-every feature; a guard that refuses a feature also stops learning from it, so each stayed for
-the rest of the run, and a third of the answers at 0.5 ms computed nothing. On a full window
-the cap changes nothing at the default quantile (the 0.99 quantile of 256 ratios lies below the
-second largest; so does any quantile up to 254/255); a quantile of 1 asks for the largest and
+a cache went cold -- and with few calls a high quantile sits at the largest; a guard that
+refuses a feature also stops learning from it, so such a guard would stay
+(why: ``docs/serving-guards.md``). On a full window the cap changes nothing at the default
+quantile (the 0.99 quantile of 256 ratios lies below the second largest; so does any quantile up
+to 254/255); a quantile of 1 asks for the largest and
 is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call still sets a guard.
 
 *Probing.* A guard that refuses a feature also stops learning from it: the walks that would measure
@@ -49,22 +44,13 @@ at the call's size, the machine has changed: the band forgets the feature's reco
 anew from that call on, its guard meanwhile no higher than the one it forgot (the pool, or the
 index's guard at another size of the band, would otherwise stand in, and may be higher). Otherwise
 the record stays and the next probe comes ``forget_after`` walks later, so a feature that stays
-slow costs one overrun per probe, not one per pool window. So a probe never raises a guard. Before
-it did: on demo run zd3, served twice over its held-out grid, a probe of the thumbnail's record
-(learned below the fit's guard at 89x89, idle while the budgets were too tight for any feature)
-made the second pass compute nothing at 89x89 and 0.2 ms, where the first had learned that the
-thumbnail fits. The pool is probed whatever its guard, by the next call of any feature, and
-forgotten without a ceiling. Probes count walks, not seconds, so a replay decides exactly as it did
+slow costs one overrun per probe, not one per pool window. So a probe never raises a guard.
+The pool is probed whatever its guard, by the next call of any feature, and forgotten without a
+ceiling. Probes count walks, not seconds, so a replay decides exactly as it did
 when it was recorded. (The walk counter is read and raised without the lock: a lost increment under
 contention only delays a probe.) Two slow calls among a window's first hundred are enough to set a
-guard at the second of them (the cap above stops only one), so the probe comes after 256 walks:
-replayed on ten demo runs (``benchmarks/probe_interval.py``), probing after 256 rather than 1024
-walks changed on-time accuracy over cells by +0.000 to +0.027 per run (the most in the run whose
-recorded times held such a pair), lowered it in none, and raised the worst cell's late answers by
-at most 0.4 points (in one run from 2.2% to 2.6%, with cells above 2% from 1 to 3); that replay
-serves one learning pass, which the rule above for guards learned below the index's changed little
-(on the eight demo runs of ``benchmarks/results/seeds-*-monotone.md``, 27 answers of one run's
-27,500).
+guard at the second of them (the cap above stops only one), so the probe comes after
+``forget_after`` walks, 256 by default (why: ``docs/serving-guards.md``).
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= :data:`MIN_GUARD` and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or

@@ -3,9 +3,8 @@
 The timing pass (:func:`polydom.classifier.costs.measure_feature_costs`) measures each feature's intrinsic
 cost: primed calls on the timing thread's CPU clock, which reproduce from run to run and on a
 busy machine. A request pays more: the feature meets an image the caches have not seen, on the
-wall clock. Measured on the demo's 2,500 held-out digits, the median request took 1.0 to 3.2
-times the primed curve (most for the cheapest features at the smallest sizes), so a curve fitted
-on primed calls alone serves sets that do not fit.
+wall clock, so a curve fitted on primed calls alone serves sets that do not fit
+(why: ``docs/calibration.md``).
 
 Fitting extracts every training image once, each feature in turn -- as a request does -- and
 records each call's wall and CPU time; when parallel workers did that extraction, a sample of
@@ -25,15 +24,11 @@ those times into:
   spread of the tail: the ``quantile`` over the median of the computing thread's CPU time over
   the curve, from every training call -- the spread of the feature's own work (its data, the
   caches). Wall times carry another process's preemptions -- milliseconds that land on any
-  call, however cheap -- and on a busy machine their tail made guards of 10 to 70 that refused
-  every cheap feature; no guard on one feature can keep those out of a budget. Anytime serving
-  starts a feature only when the time used plus ``guard`` times its predicted cost fits the
+  call, however cheap -- and no guard on one feature can keep those out of a budget.
+  Anytime serving starts a feature only when the time used plus ``guard`` times its predicted cost fits the
   budget.
-  Both are also taken per training size: on the demo's held-out digits the 95th percentile of
-  measured / predicted time was 2.2 for intensity_hist at 28x28 and 1.3-1.4 from 50x50 up, and
-  fft_bands' curve runs low at some sizes and high at others (its cost depends on the side's
-  factors, not only on ``n``), so one guard for all sizes overran the budget in up to 11%
-  (digits) and 50% (Fashion-MNIST) of a small size's answers.
+  Both are also taken per training size that has :data:`GUARD_CALLS_PER_SIZE` calls or more: a
+  feature's tail, and its curve's error, differ from size to size (why: ``docs/calibration.md``).
 
 Lookups, the skyline and the planners use the calibrated (median) curves; only the decision to
 start one more feature uses the guard.

@@ -25,12 +25,8 @@ __all__ = ["CASCADE_FOLDS", "train_cascades"]
 
 
 #: Folds of the out-of-fold probabilities the thresholds are learned from. The served prefix models
-#: are trained on every training item; a fold model on fewer items is less sure of itself (on the
-#: demo's digits the served thumbnail model's mean top probability was 0.833 on held-out images,
-#: its 3-fold models' 0.769 out of fold, 10-fold models' 0.791), so held-out items clear a
-#: threshold more often than out-of-fold ones did. Refitting the thresholds of two digits demo
-#: indexes with the served learners, the early stops' held-out losses went from 0.38-0.41% of
-#: the items with 3 folds to 0.18-0.22% with 10; on a Fashion-MNIST index, 0.10% and 0.15%.
+#: are trained on every training item; a fold model on fewer items is less sure of itself, so
+#: held-out items clear a threshold more often than out-of-fold ones did (why: ``docs/cascades.md``).
 CASCADE_FOLDS = 10
 
 

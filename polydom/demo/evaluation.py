@@ -16,7 +16,6 @@ next to the same prediction through scikit-learn.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -25,8 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["GridResult", "MODES", "serve_grid", "serving_overhead", "lookup_latency", "save_answers", "load_answers",
-           "ANSWERS_FILE"]
+__all__ = ["GridResult", "MODES", "serve_grid", "serving_overhead", "lookup_latency"]
 
 _FLOAT_MAX = sys.float_info.max
 
@@ -68,49 +66,6 @@ class GridResult:
     def violations(self) -> np.ndarray:
         """Share of items whose measured extraction time exceeded the budget, per budget."""
         return (self.measured > self.budgets[:, None]).mean(axis=1)
-
-
-#: Where a demo run keeps every backend's answers (:func:`save_answers`).
-ANSWERS_FILE = "answers.npz"
-_ANSWERS_FORMAT = "polydom-demo-answers-v1"
-_GRID_FIELDS = ("correct", "measured", "predicted", "n_features", "keys")
-
-
-def save_answers(path, grids: dict, sizes: np.ndarray, pictures: np.ndarray, y: np.ndarray) -> None:
-    """Write every grid's answers item by item, with the items' sizes, pictures and labels, so that
-    runs can be judged again or pooled later (``benchmarks/seeds.py`` pools runs with other
-    seeds). Plain arrays in an ``.npz`` (no pickle); :func:`load_answers` reads them back."""
-    names = list(grids)
-    arrays = {"format": np.array(_ANSWERS_FORMAT), "names": np.array(names), "sizes": np.asarray(sizes),
-              "pictures": np.asarray(pictures), "y": np.asarray(y)}
-    for i, name in enumerate(names):
-        grid = grids[name]
-        arrays[f"{i}.budgets"] = grid.budgets
-        for field in _GRID_FIELDS:
-            value = getattr(grid, field)
-            if value is not None:
-                arrays[f"{i}.{field}"] = value
-    tmp = f"{path}.tmp.npz"
-    np.savez_compressed(tmp, **arrays)
-    os.replace(tmp, path)  # a reader never sees half a file
-
-
-def load_answers(path) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
-    """``(grids, sizes, pictures, y)`` as :func:`save_answers` wrote them.
-
-    Raises
-    ------
-    ValueError
-        The file is not a demo run's answers.
-    """
-    with np.load(path, allow_pickle=False) as data:
-        if "format" not in data or str(data["format"]) != _ANSWERS_FORMAT:
-            raise ValueError(f"{path} holds no polydom demo answers ({_ANSWERS_FORMAT})")
-        grids = {}
-        for i, name in enumerate(data["names"].tolist()):
-            fields = {f: data[f"{i}.{f}"] for f in _GRID_FIELDS if f"{i}.{f}" in data}
-            grids[name] = GridResult(data[f"{i}.budgets"], **fields)
-        return grids, data["sizes"], data["pictures"], data["y"]
 
 
 #: How a grid serves: the index's own ``select`` (anytime for PolyDom), the cascade on top of it,

@@ -1,506 +1,265 @@
-"""The demo's job: load the images, fit every backend, serve the held-out images, write the report.
+"""The demo's job: fit, deploy, serve held-out images, report.
 
-:func:`run_demo` is what ``polydom demo`` runs (see :mod:`polydom.demo` for the steps); the
-command's options live in :mod:`polydom.cli.demo`.
+:func:`run_demo` is what ``polydom demo`` runs:
+
+1. **Data** (:mod:`polydom.demo.data`): training and held-out images that need no download.
+2. **Fit.** The default :class:`~polydom.CostSensitiveClassifier` (PolyDom) and the same
+   classifier with the Greedy backend, which precomputes far less; both share one feature cache.
+3. **Deploy.** PolyDom is saved as an LMDB index and loaded back; the loaded copy serves.
+4. **Serve, replayed.** Every held-out image's features are computed and timed once, one image
+   at a time; each (image, budget) is then served by the index's own ``select`` on a clock
+   replaying those times. An answer whose replayed time exceeds its budget counts as wrong.
+5. **Serve, for real.** Some held-out images per size range are served again at every budget
+   with their features computed now (:meth:`Server.explain <polydom.classifier.serving.Server.explain>`).
+6. **Report** (:mod:`polydom.demo.report`): a recommendation, then the evidence.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import copy
 import os
 import platform
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import clone
 
-from polydom.classifier.policies import Timing
-from polydom.classifier.serving import ServingPlanner
+from .data import DemoData, load_demo_data, size_ranges
 
-from .settings import (
-    BACKENDS, CASCADE, CASCADE_PAIR, DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_PICTURES, DEFAULT_SIDES,
-    SPECULATIVE, PLAIN, PRIMARY, REAL_PASS_BUDGETS, SERVING, TIES, TIMING_SIDES, variant_params,
-)
+__all__ = ["DemoSettings", "DemoResult", "demo_settings", "run_demo", "BACKENDS"]
 
-__all__ = ["run_demo", "with_tolerance", "with_scores", "with_speculation", "split_pictures", "load_split", "load_run_split",
-           "load_run_held_out", "run_arguments", "add_run_arguments", "finished_run"]
+#: The backends the demo fits, by name: constructor changes from the defaults.
+BACKENDS = {"PolyDom": {}, "Greedy": {"backend": "greedy"}}
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """What one demo run measures: its data, features and budgets (seconds per item)."""
+
+    dataset: str
+    features: tuple
+    budgets: tuple
+    sides: tuple = (28, 56, 112)
+    train_per_class: int = 20
+    held_out_per_class: int = 50
+    n_train: int = 120
+    n_held_out: int = 300
+    #: Held-out images per size range served for real at every budget.
+    real_per_range: int = 10
+
+
+_DIGITS_FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "glcm", "harris", "hog")
+_PHOTO_FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "hog")
+_SMALL_BUDGETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
+_PHOTO_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+
+
+def demo_settings(dataset: str = "digits", quick: bool = False) -> DemoSettings:
+    """The settings of ``polydom demo --dataset DATASET [--quick]``; ``quick`` is a smoke test
+    whose numbers carry large standard errors."""
+    if dataset == "photos":
+        if quick:
+            return DemoSettings(dataset, ("intensity_hist", "thumbnail", "edge_density"), (0.005, 0.02, 0.1),
+                                n_train=24, n_held_out=18, real_per_range=2)
+        return DemoSettings(dataset, _PHOTO_FEATURES, _PHOTO_BUDGETS)
+    if quick:
+        return DemoSettings(dataset, ("intensity_hist", "thumbnail", "edge_density", "hog"), (0.0005, 0.002, 0.01),
+                            sides=(28, 112), train_per_class=4, held_out_per_class=3, real_per_range=2)
+    return DemoSettings(dataset, _DIGITS_FEATURES, _SMALL_BUDGETS)
+
+
+@dataclass
+class Served:
+    """One backend's answers to every held-out item at every budget, judged on time."""
+
+    correct: np.ndarray  # (n_budgets, n_items): right and within the budget
+    late: np.ndarray  # (n_budgets, n_items): the replayed (or real) time exceeded the budget
+    features: list  # per budget, per item: the tuple of features used
+
+
+@dataclass
+class DemoResult:
+    """Everything the report reads."""
+
+    settings: DemoSettings
+    out: str
+    classes: tuple
+    n_train: int
+    held_out_sizes: np.ndarray
+    held_out_pictures: np.ndarray
+    ranges: np.ndarray  # each held-out item's size range
+    range_names: list
+    chance: float
+    fit_seconds: dict
+    fit_stats: dict
+    index_bytes: int
+    replayed: dict  # backend -> Served
+    real: Served  # PolyDom (loaded) on the items in ``real_items``
+    real_items: np.ndarray  # positions among the held-out items
+    real_wall: np.ndarray  # (n_budgets, len(real_items)): seconds of each whole answer
+    lookup_seconds: float
+    round_trip: bool
+    stages: dict = field(default_factory=dict)
+    machine: str = ""
+    wall_seconds: float = 0.0
+    report: str = ""
+
 
 def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
 
 
-def with_tolerance(clf, tolerance: float | None):
-    """A fitted PolyDom classifier with another tie rule: its trained sets, scores and models swept
-    again with ``tolerance``, training nothing.
-
-    A refit with ``tolerance`` would explore, train and rescore the same sets on the same folds
-    (the learners are deterministic) and differ only in this sweep; it would also retrain the
-    finalists in this process for their rescoring, which is what this saves.
-    """
-    out = _reswept(clf, clf.index_.explored, {"tolerance": tolerance})
-    out.selection = clone(clf._policies()[0]).set_params(tolerance=tolerance)
-    return out
-
-
-def with_scores(clf, scores: str):
-    """A fitted PolyDom classifier ranking its trained sets by ``scores`` (``"measured"`` or
-    ``"monotone"``): the same sets, measured scores and models, swept again, training nothing.
-
-    Unlike a refit, the finalists are not rescored again: a set the other ranking makes servable
-    keeps the score it was trained with.
-    """
-    index = clf.index_.with_scores(scores)
-    out = _reswept(clf, index.explored, {"scores": scores}, measured=index.measured,
-                   stats={k: index.stats[k] for k in ("score_largest_rise", "score_largest_fall", "scores_moved")
-                          if k in index.stats})
-    out.selection = clone(clf._policies()[0]).set_params(scores=scores)
-    return out
-
-
-def _reswept(clf, explored: dict, params: dict, measured: dict | None = None, stats: dict | None = None):
-    """``clf`` with its index swept again over ``explored`` (mask -> score) with ``params`` (and
-    ``stats``) changed."""
-    from polydom.classifier.serving import ServingPlanner
-
-    old = clf.index_
-    index = type(old).from_trained(
-        old.space, old.costs, explored, domain=old.domain, candidate_alpha=old.params.get("candidate_alpha", 1.0),
-        models=old.models, stats={**old.stats, **(stats or {})}, params={**old.params, **params},
-        std_error=old.std_error, chains=old.chains, cascades=old.cascades,
-        measured=old.measured if measured is None else measured,
-    )
-    out = copy.copy(clf)
-    out.index_ = index
-    out.planner_ = ServingPlanner(index, clf.planner_.features, cascade=clf.planner_.cascade)
-    expanded = clf.fit_stats_["expanded"]
-    out.fit_stats_ = {**clf.fit_stats_, "extract_seconds": 0.0, "timing_seconds": 0.0, "build_seconds": 0.0,
-                      "trained": 0, "reused": expanded}
-    return out
-
-
-def with_speculation(clf):
-    """``clf`` walked trying features past their guards (``speculate=True``), with serving guards
-    of its own, so that neither walk learns from the other's calls."""
-    from polydom.classifier.serving import ServingPlanner
-
-    out = copy.copy(clf)
-    out.serving = clone(clf._policies()[3]).set_params(speculate=True)
-    out.planner_ = ServingPlanner(clf.index_, clf.planner_.features, cascade=clf.planner_.cascade, speculate=True)
-    return out
-
-
-def split_pictures(labels: np.ndarray, n_sides: int, train_per_class: int, random_state: int):
-    """Training and held-out image indices, whole pictures at a time: ``train_per_class`` random
-    pictures of each class for training, the rest of the class held out."""
-    pictures = labels[::n_sides]
-    rng = np.random.default_rng(random_state)
-    is_train = np.zeros(len(pictures), dtype=bool)
-    for label in np.unique(pictures):
-        members = rng.permutation(np.flatnonzero(pictures == label))
-        is_train[members[:train_per_class]] = True
-    expand = np.repeat(is_train, n_sides)
-    return np.flatnonzero(expand), np.flatnonzero(~expand)
-
-
-def load_split(dataset: str, sides, train_per_class: int, held_out_per_class: int, random_state: int):
-    """The demo's images and split: every picture of ``dataset`` (``"digits"`` or
-    ``"fashion-mnist"``) rendered at every side, whole pictures on one side of the split
-    (:func:`split_pictures`). Returns ``(images, labels, train, test)``; benchmarks that judge a
-    finished demo run rebuild its split with the run's settings."""
-    from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
-
-    load = load_digits_images if dataset == "digits" else load_fashion_mnist_images
-    images, labels, _ = load(sides=sides, n_per_class=train_per_class + held_out_per_class, random_state=random_state)
-    train, test = split_pictures(labels, len(sides), train_per_class, random_state)
-    return images, labels, train, test
-
-
-def load_run_split(args):
-    """:func:`load_split` for the finished run in ``args.out``, with the dataset, per-class counts,
-    sides and seed it recorded (:func:`run_arguments`): ``(images, labels, train, test)``.
-
-    Raises
-    ------
-    ValueError
-        ``args.dataset`` is given and is not the run's dataset.
-    """
-    return _split_of(_run_of(args))
-
-
-def _run_of(args) -> argparse.Namespace:
-    """:func:`run_arguments` of ``args.out``, refused when ``args.dataset`` names another dataset."""
-    run = run_arguments(args.out)
-    asked = getattr(args, "dataset", None)
-    if asked is not None and asked != run.dataset:
-        raise ValueError(f"{args.out} is a {run.dataset} run, not {asked}")
-    return run
-
-
-def _split_of(run) -> tuple:
-    """:func:`load_split` with a run's recorded settings."""
-    return load_split(run.dataset, _run_sides(run), run.train_per_class, run.held_out_per_class, run.seed)
-
-
-def _run_sides(args) -> tuple:
-    """The sides a run rendered its pictures at: ``args.sides`` when given, else the demo's."""
-    return tuple(getattr(args, "sides", None) or DEFAULT_SIDES)
-
-
-def load_run_held_out(args):
-    """The held-out images of the finished run in ``args.out``, as it measured
-    them (its feature cache): ``(matrix, sizes, labels, pictures)``, with every feature's
-    recorded time per image in ``matrix.seconds``.
-
-    Raises
-    ------
-    ValueError
-        The run's directory holds no cached features of this split.
-    """
-    from polydom.classifier.extraction import extract_features
-    from polydom.featurizers import resolve_features
-
-    run = _run_of(args)
-    images, labels, _, test = _split_of(run)
-    features = resolve_features(tuple(run.features or DEFAULT_FEATURES))
-    matrix = extract_features([images[i] for i in test], features, n_jobs=None,
-                              cache_dir=os.path.join(run.out, "cache", "features"))
-    if not matrix.cached:
-        raise ValueError(f"{run.out} holds no cached held-out features of this split; run the demo there first")
-    sizes = np.array([images[i].shape[0] * images[i].shape[1] for i in test], dtype=float)
-    return matrix, sizes, labels[test], test // len(_run_sides(run))
-
-
-def run_arguments(out) -> argparse.Namespace:
-    """The settings of the finished run in ``out``: ``out``, ``dataset``, ``train_per_class``,
-    ``held_out_per_class``, ``features``, ``sides``, ``budgets`` and ``seed`` (from its
-    ``headline.json``; the demo's defaults, and seed 0, for a run that recorded none)."""
-    from . import headline
-
-    settings = (headline.read(out) or {}).get("settings") or {}
-    return argparse.Namespace(out=os.fspath(out), dataset=settings.get("dataset", "digits"),
-                              train_per_class=settings.get("train_per_class", DEFAULT_PICTURES[0]),
-                              held_out_per_class=settings.get("held_out_per_class", DEFAULT_PICTURES[1]),
-                              features=settings.get("features"), sides=settings.get("sides"),
-                              budgets=tuple(settings.get("budgets") or DEFAULT_BUDGETS),
-                              seed=int(settings.get("random_state", 0)))
-
-
-def add_run_arguments(parser) -> None:
-    """The options of a benchmark that judges a finished demo run: ``--out``, the run's directory,
-    and ``--dataset``, optional, which :func:`load_run_split` refuses unless it is the run's own.
-    Everything else about the run (split, sides, seed, budgets) comes from the settings it
-    recorded (:func:`run_arguments`), so that a benchmark cannot rebuild another split than the
-    one the run measured."""
-    parser.add_argument("--out", required=True, type=finished_run, help="a finished `polydom demo --out` directory")
-    parser.add_argument("--dataset", choices=("digits", "fashion-mnist"), default=None,
-                        help="optional: refused unless it is the run's own dataset")
-
-
-def finished_run(out: str) -> str:
-    """``out`` when it holds a finished demo run (its ``headline.json``), else a usage error."""
-    from . import headline
-
-    if headline.read(out) is None:
-        raise argparse.ArgumentTypeError(f"{out} holds no finished demo run (no headline); run `polydom demo --out {out}` first")
-    return out
-
-
-@contextlib.contextmanager
-def _noting(notes: list) -> Iterator[None]:
-    """Warnings the report should carry (the learner's summary, a contended timing pass) become
-    one log line each and a note in ``notes``; any other warning is shown as Python shows it."""
-    with warnings.catch_warnings(record=True) as caught:
-        yield
-    for w in caught:
-        if w.category.__name__ in ("LearnerWarning", "CostMeasurementWarning"):
-            notes.append(f"{w.category.__name__}: {w.message}")
-            _log(f"note: {w.message}")
-        else:
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-
-
-def _load_average() -> str:
-    """The one-minute load average, as text ("?" where the system does not report it)."""
-    try:
-        return f"{os.getloadavg()[0]:.1f}"
-    except (AttributeError, OSError):
-        return "?"
-
-
-def _index_bytes(path: str) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            if f == "data.mdb":
-                total += os.path.getsize(os.path.join(root, f))
-    return total
-
-
-def run_demo(
-    out,
-    *,
-    features: Sequence[str] = DEFAULT_FEATURES,
-    train_per_class: int = DEFAULT_PICTURES[0],
-    held_out_per_class: int = DEFAULT_PICTURES[1],
-    sides: Sequence[int] = DEFAULT_SIDES,
-    cv: int = 3,
-    cv_repeats: int = 1,
-    dataset: str = "digits",
-    n_jobs: int | None = -1,
-    cache_dir=None,
-    timing_sides: Sequence[int] = TIMING_SIDES,
-    timing_images: int = 4,
-    timing_repeats: int = 5,
-    budgets: Sequence[float] = DEFAULT_BUDGETS,
-    real_items: int = 40,
-    random_state: int = 0,
-    compare=None,
-    progress: bool | None = True,
-) -> dict:
-    """Run the demo and write ``out/report.md``; returns the numbers it reports.
+def run_demo(out, *, dataset: str = "digits", quick: bool = False, n_jobs: int | None = -1, cache_dir=None,
+             random_state: int = 0, progress: bool | None = True, settings: DemoSettings | None = None) -> DemoResult:
+    """Run the demo and write ``out/report.md``.
 
     Parameters
     ----------
     out : path
-        Output directory: ``report.md``, PNG plots, ``headline.json`` (the numbers a later run
-        compares itself with), ``index/`` (the PolyDom α=1 classifier as an LMDB index),
-        ``indexes/`` (one per backend) and, by default, ``cache/``.
-    features : sequence of str
-        Feature names from the registry.
-    train_per_class, held_out_per_class : int
-        Pictures per class for training and held out; each is rendered at every side.
-    sides : sequence of int
-        Image sides.
-    cv : int
-        Folds per feature set.
-    cv_repeats : int
-        Draws of those folds (the classifier's ``cv_repeats``).
-    dataset : {"digits", "fashion-mnist"}
-        scikit-learn's digits, or Fashion-MNIST when Debian's ``dataset-fashion-mnist`` is installed.
-    n_jobs : int
+        Output directory: ``report.md`` and ``index/`` (the PolyDom classifier as an LMDB index).
+    dataset : {"digits", "fashion-mnist", "photos"}, default "digits"
+    quick : bool, default False
+        A smoke test: few images, features and budgets.
+    n_jobs : int, default -1
         Parallel workers for extraction and training.
     cache_dir : path, optional
-        Feature and expansion cache (``None``: none).
-    timing_sides, timing_images, timing_repeats
-        Cost measurement: square sides, how many training images are timed, passes over them.
-    budgets : sequence of float
-        Seconds of extraction per image to serve at.
-    real_items : int
-        Held-out images served for real (features computed and timed) per budget in the real pass.
-    random_state : int
-    compare : path, optional
-        A ``headline.json`` (or the output directory of another run) to compare the headline
-        numbers with; default: the one a previous run left in ``out``.
+        Feature, cost and training cache shared by the two fits (default ``out/cache``).
+    random_state : int, default 0
+        The data drawn and the learners' seeds.
     progress : bool or None, default True
-        The classifier's progress reporting (plain lines when stderr is not a terminal).
+        The classifier's progress lines.
+    settings : DemoSettings, optional
+        Instead of :func:`demo_settings` of ``dataset`` and ``quick``.
 
     Returns
     -------
-    dict
+    DemoResult
     """
     from threadpoolctl import threadpool_limits
 
-    # The demo's parallelism is over images and feature sets (joblib workers). BLAS threads on
-    # top of them oversubscribe the cores, and on a loaded two-core machine a spinning BLAS
-    # thread made a 15 ms logistic regression take over a second; one thread each avoids it.
+    settings = settings or demo_settings(dataset, quick)
+    # Parallelism is over images and feature sets; BLAS threads on top of joblib workers
+    # oversubscribe the cores (a 15 ms logistic regression took over a second that way).
     with threadpool_limits(1):
-        return _run(out, features=tuple(features), train_per_class=train_per_class,
-                    held_out_per_class=held_out_per_class, sides=tuple(int(s) for s in sides), cv=cv,
-                    cv_repeats=cv_repeats, dataset=dataset,
-                    n_jobs=n_jobs, cache_dir=cache_dir, timing_sides=tuple(int(s) for s in timing_sides),
-                    timing_images=timing_images, timing_repeats=timing_repeats, budgets=tuple(budgets),
-                    real_items=real_items, random_state=random_state, compare=compare, progress=progress)
+        return _run(os.fspath(out), settings, n_jobs, cache_dir, random_state, progress)
 
 
-def _run(out, *, features, train_per_class, held_out_per_class, sides, cv, cv_repeats, dataset, n_jobs, cache_dir,
-         timing_sides, timing_images, timing_repeats, budgets, real_items, random_state, compare, progress) -> dict:
+def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, progress) -> DemoResult:
     import polydom
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
 
-    from . import headline, plots, report
-    from .evaluation import ANSWERS_FILE, lookup_latency, save_answers, serve_grid, serving_overhead
+    from . import report
+    from .evaluation import lookup_latency, serve_grid
 
     started = time.perf_counter()
-    load_at_start = _load_average()
-    stages: dict[str, float] = {}
-    out = os.fspath(out)
+    stages = {}
     os.makedirs(out, exist_ok=True)
-    resolve_features(features)  # unknown names fail before any work
-    if dataset not in ("digits", "fashion-mnist"):
-        raise ValueError(f"dataset must be 'digits' or 'fashion-mnist', got {dataset!r}")
-    # Read now: this run overwrites the file when it is done.
-    previous = headline.read(compare if compare is not None else out)
+    resolve_features(settings.features)  # an unknown name fails before any work
 
     t = time.perf_counter()
-    images, labels, train, test = load_split(dataset, sides, train_per_class, held_out_per_class, random_state)
-    groups = np.arange(len(images)) // len(sides)
-    train_images = [images[i] for i in train]
-    test_images = [images[i] for i in test]
-    y_train, y_test = labels[train], labels[test]
-    test_sizes = np.array([im.shape[0] * im.shape[1] for im in test_images])
-    test_pictures = test // len(sides)  # the picture each held-out image was rendered from
-    majority = np.bincount(y_train).argmax()
-    stages["load and render images"] = time.perf_counter() - t
-    _log(f"{len(images)} images ({len(images) // len(sides)} {dataset} pictures x sides {sides}): "
-         f"{len(train)} for training, {len(test)} held out; {len(features)} features")
+    data = load_demo_data(settings.dataset, sides=settings.sides, train_per_class=settings.train_per_class,
+                          held_out_per_class=settings.held_out_per_class, n_train=settings.n_train,
+                          n_held_out=settings.n_held_out, random_state=random_state)
+    train_images = [data.images[i] for i in data.train]
+    test_images = [data.images[i] for i in data.test]
+    y_train, y_test = data.labels[data.train], data.labels[data.test]
+    sizes = data.sizes(data.test)
+    ranges, range_names = size_ranges(sizes)
+    stages["make the images"] = time.perf_counter() - t
+    _log(f"{settings.dataset}: {len(data.train)} training and {len(data.test)} held-out images, "
+         f"{len(settings.features)} features")
 
-    timing = Timing(sides=timing_sides, repeats=timing_repeats, images=timing_images)
-    # Every variant's fit reuses the features the first one extracted: a cache directory, the
-    # run's own when none was given.
-    features_cache = cache_dir if cache_dir is not None else os.path.join(out, "cache")
-    clf = polydom.CostSensitiveClassifier(
-        features=list(features), cv=cv, timing=timing, cache_dir=features_cache,
-        n_jobs=n_jobs, random_state=random_state, progress=progress,
-    )
-    fitted, fit_seconds, notes = {}, {}, []
-    for name, params in BACKENDS:
+    cache = cache_dir if cache_dir is not None else os.path.join(out, "cache")
+    fitted, fit_seconds, fit_stats = {}, {}, {}
+    for name, changes in BACKENDS.items():
         _log(f"fitting {name}")
+        clf = polydom.CostSensitiveClassifier(
+            features=list(settings.features), selection=polydom.Selection(**changes), cache_dir=cache,
+            n_jobs=n_jobs, random_state=random_state, progress=progress)
         t = time.perf_counter()
-        with _noting(notes):
-            settings = variant_params(params, timing)
-            settings["selection"].set_params(cv_repeats=cv_repeats)
-            clf.set_params(**settings).fit(train_images, y_train, groups=groups[train])
-        fitted[name] = copy.copy(clf)  # the next fit replaces clf's fitted attributes, not this copy's
-        # Served as a service serves it: a planner that learns its guards from the replayed times.
-        fitted[name].planner_ = ServingPlanner(clf.index_, clf.planner_.features, cascade=clf.planner_.cascade)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", polydom.PolydomWarning)  # the fit stats keep the tallies
+            clf.fit(train_images, y_train, groups=data.pictures[data.train])
         fit_seconds[name] = time.perf_counter() - t
-        s = clf.fit_stats_
-        _log(f"{name}: {s['trained']} sets trained, {s['reused']} reused from the cache, {fit_seconds[name]:.1f} s")
-        if name == PRIMARY:
-            t = time.perf_counter()
-            fitted[TIES] = with_tolerance(clf, None)
-            fit_seconds[TIES] = time.perf_counter() - t
-            fitted[TIES].fit_stats_["build_seconds"] = fit_seconds[TIES]
-            _log(f"{TIES}: {PRIMARY}'s sets swept again with the tie rule, {fit_seconds[TIES]:.1f} s")
-            fitted[PLAIN], fit_seconds[PLAIN] = fitted[PRIMARY], 0.0  # the same index, served without the walk
-            fitted[SPECULATIVE], fit_seconds[SPECULATIVE] = with_speculation(fitted[PRIMARY]), 0.0
-    stages["fit the backends"] = sum(fit_seconds.values())
-    primary = fitted[PRIMARY]
+        fitted[name], fit_stats[name] = clf, dict(clf.fit_stats_)
+        _log(f"{name} fitted in {fit_seconds[name]:.1f} s")
+    stages["fit"] = sum(fit_seconds.values())
 
     t = time.perf_counter()
     index_dir = os.path.join(out, "index")
-    primary.save(index_dir)
+    fitted["PolyDom"].save(index_dir)
     loaded = polydom.CostSensitiveClassifier.load(index_dir)
-    loaded.planner_ = loaded.server().planner  # served as the primary is: learning its guards afresh
-    sizes_bytes = {PRIMARY: _index_bytes(index_dir)}
-    for name, model in fitted.items():
-        if name not in (PRIMARY, PLAIN, SPECULATIVE):
-            path = os.path.join(out, "indexes", name.replace(" ", "-").replace("α=", "alpha"))
-            model.save(path)
-            sizes_bytes[name] = _index_bytes(path)
-    sizes_bytes[PLAIN] = sizes_bytes[SPECULATIVE] = sizes_bytes[PRIMARY]
-    stages["save and load the indexes"] = time.perf_counter() - t
+    index_bytes = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(index_dir) for f in files)
+    stages["save and load"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    _log(f"computing and timing every feature of the {len(test)} held-out images, one at a time")
-    # Sequential, so that each feature's time on each held-out image is not shared with a worker.
-    held_cache = None if cache_dir is None else os.path.join(cache_dir, "features")
-    held_out = extract_features(test_images, resolve_features(features), n_jobs=None, cache_dir=held_cache)
-    stages["held-out features (sequential, timed)"] = time.perf_counter() - t
+    _log(f"computing and timing every feature of the {len(test_images)} held-out images, one at a time")
+    held = extract_features(test_images, resolve_features(settings.features), n_jobs=None, progress=False)
+    stages["held-out features (one at a time)"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    grids = {name: serve_grid(model, held_out.X, held_out.seconds, test_sizes, y_test, budgets,
-                              mode=SERVING.get(name, "select"), cpu_seconds=held_out.cpu_seconds)
-             for name, model in fitted.items()}
-    cascade_pair = _cascade_pair(fitted.get(CASCADE), held_out, test_sizes, y_test, budgets)
-    loaded_grid = serve_grid(loaded, held_out.X, held_out.seconds, test_sizes, y_test, budgets,
-                             cpu_seconds=held_out.cpu_seconds)
-    round_trip = bool(np.array_equal(loaded_grid.correct, grids[PRIMARY].correct)
-                      and np.array_equal(loaded_grid.keys, grids[PRIMARY].keys))
-    kept = dict(grids)
-    if cascade_pair is not None:
-        kept.update({f"{CASCADE_PAIR}/{mode}": grid for mode, grid in cascade_pair.items()})
-    save_answers(os.path.join(out, ANSWERS_FILE), kept, test_sizes, test_pictures, y_test)
-    stages["serve the held-out grid"] = time.perf_counter() - t
+    budgets = np.asarray(settings.budgets, dtype=float)
+    replayed, keys = {}, {}
+    for name, clf in (("PolyDom", loaded), ("Greedy", fitted["Greedy"]), ("PolyDom, before saving", fitted["PolyDom"])):
+        # A server learns its guards from the requests it serves; here from the replayed ones.
+        grid = serve_grid(_Replayable(clf, clf.server().planner), held.X, held.seconds, sizes, y_test, budgets,
+                          cpu_seconds=held.cpu_seconds)
+        late = grid.measured > budgets[:, None]
+        names = clf.feature_names_
+        used = [[tuple(n for j, n in enumerate(names) if key >> j & 1) for key in row] for row in grid.keys]
+        replayed[name], keys[name] = Served(grid.correct & ~late, late, used), grid.keys
+    # The index loaded from disk serves exactly what the fitted classifier served.
+    round_trip = bool(np.array_equal(keys["PolyDom"], keys.pop("PolyDom, before saving")))
+    replayed.pop("PolyDom, before saving")
+    stages["serve, replayed"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    rng = np.random.default_rng(random_state)
-    q_sizes = rng.choice(test_sizes, 2000)
-    q_budgets = rng.choice(np.asarray(budgets), 2000)
-    latency = {name: lookup_latency(model.index_, q_sizes, q_budgets) for name, model in fitted.items()}
-    overhead = serving_overhead(loaded, held_out.X[: min(len(test_sizes), 200)],
-                                test_sizes[: min(len(test_sizes), 200)], budgets)
-    stages["latency"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    real = _real_pass(loaded, fitted["GreedyCost"], test_images, test_sizes, y_test, real_items, random_state)
-    stages["real serving pass"] = time.perf_counter() - t
-
-    results = {
-        "out": out, "dataset": dataset, "features": features, "sides": sides, "train_per_class": train_per_class,
-        "held_out_per_class": held_out_per_class, "cv": cv, "cv_repeats": cv_repeats, "n_jobs": n_jobs,
-        "n_train": len(train),
-        "n_test": len(test), "n_test_pictures": len(test) // len(sides), "budgets": list(budgets),
-        "test_sizes": test_sizes, "test_pictures": test_pictures, "y_test": y_test,
-        "chance": float(np.mean(y_test == majority)), "unique_sizes": sorted(set(test_sizes.tolist())),
-        "fitted": fitted, "fit_seconds": fit_seconds, "grids": grids, "cascade_pair": cascade_pair,
-        "round_trip": round_trip,
-        "index_dir": index_dir, "index_bytes": sizes_bytes, "latency": latency, "overhead": overhead, "real": real,
-        "stages": stages, "cache_dir": cache_dir, "random_state": random_state,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "held_out_cached": held_out.cached, "held_out_seconds": held_out.seconds, "previous": previous,
-        "notes": notes,
-    }
-
-    t = time.perf_counter()
-    results["figures"] = plots.draw_all(results, out)
-    stages["plots"] = time.perf_counter() - t
-
-    results["load"] = (load_at_start, _load_average())
-    results["headline"] = headline.make(results)
-    # Stages so far, and the report written last: its own few milliseconds are not in the total.
-    results["wall_seconds"] = time.perf_counter() - started
-    results["headline"]["wall_seconds"] = results["wall_seconds"]
-    results["report"] = report.write_report(os.path.join(out, "report.md"), results)
-    headline.write(out, results["headline"])
-    return results
-
-
-def _cascade_pair(clf, held_out, sizes, y, budgets):
-    """The cascade's index served twice, walking plainly and stopping when confident, each from a
-    snapshot of the guards its own grid learned: the two differ only in the early stops. (The
-    cascade backend and the primary learn their guards apart, so at tight budgets they can serve
-    other sets for reasons that are not the cascade's.) None without a cascade backend."""
-    from .evaluation import serve_grid
-
-    if clf is None:
-        return None
-    planner = clf.planner_
-    learned = planner.serving_guards
-    pair = {}
-    try:
-        for mode in ("select", "cascade"):
-            planner.serving_guards = None if learned is None else learned.snapshot()
-            pair[mode] = serve_grid(clf, held_out.X, held_out.seconds, sizes, y, budgets, mode=mode,
-                                    cpu_seconds=held_out.cpu_seconds)
-    finally:
-        planner.serving_guards = learned
-    return pair
-
-
-def _real_pass(polydom_clf, greedy_clf, images, sizes, y, per_budget: int, random_state: int) -> dict:
-    """Serve some held-out images for real -- features computed now -- through the loaded index
-    and through GreedyCost's anytime walk, at a few budgets."""
     rng = np.random.default_rng(random_state + 1)
-    unique = sorted(set(sizes.tolist()))
-    per_size = max(1, per_budget // len(unique))
-    chosen = np.concatenate([rng.permutation(np.flatnonzero(sizes == s))[:per_size] for s in unique])
-    subset = [images[i] for i in chosen]
-    out = {}
-    for name, clf in (("PolyDom α=1 (loaded from LMDB)", polydom_clf), ("GreedyCost (anytime, measured)", greedy_clf)):
-        rows = []
-        for budget in REAL_PASS_BUDGETS:
-            for i, image in enumerate(subset):
-                start = time.perf_counter()
-                (exp,) = clf.explain([image], budget=budget)
-                wall = time.perf_counter() - start
-                rows.append((budget, int(sizes[chosen[i]]), exp.predicted_cost, exp.measured_cost, wall,
-                             exp.label == y[chosen[i]], len(exp.features)))
-        out[name] = np.array(rows, dtype=float)
-    return out
+    real_items = np.sort(np.concatenate([rng.permutation(np.flatnonzero(ranges == r))[:settings.real_per_range]
+                                         for r in range(len(range_names))]))
+    real, real_wall = _serve_for_real(loaded.server(), [test_images[i] for i in real_items], y_test[real_items],
+                                      budgets)
+    stages["serve, for real"] = time.perf_counter() - t
+
+    q = rng.integers(len(sizes), size=2000)
+    lookup = lookup_latency(loaded.index_, sizes[q], rng.choice(budgets, 2000))
+    result = DemoResult(
+        settings=settings, out=out, classes=data.classes, n_train=len(data.train), held_out_sizes=sizes,
+        held_out_pictures=data.pictures[data.test], ranges=ranges, range_names=range_names,
+        chance=float(np.mean(y_test == np.bincount(y_train).argmax())), fit_seconds=fit_seconds,
+        fit_stats=fit_stats, index_bytes=index_bytes, replayed=replayed, real=real, real_items=real_items,
+        real_wall=real_wall, lookup_seconds=float(lookup["lookup"]), round_trip=round_trip, stages=stages,
+        machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    result.wall_seconds = time.perf_counter() - started
+    result.report = report.write_report(os.path.join(out, "report.md"), result)
+    return result
+
+
+class _Replayable:
+    """What :func:`~polydom.demo.evaluation.serve_grid` reads of a classifier, with the planner of
+    a :class:`~polydom.classifier.serving.Server`: the grid learns guards as that server would."""
+
+    def __init__(self, clf, planner):
+        self.planner_, self.feature_columns_, self.feature_names_ = planner, clf.feature_columns_, clf.feature_names_
+        self._policies = clf._policies
+
+
+def _serve_for_real(server, images, y, budgets) -> tuple[Served, np.ndarray]:
+    """Each image served at each budget with its features computed now, one request at a time."""
+    correct = np.zeros((len(budgets), len(images)), dtype=bool)
+    late = np.zeros_like(correct)
+    wall = np.zeros(correct.shape)
+    used = []
+    for b, budget in enumerate(budgets):
+        row = []
+        for i, image in enumerate(images):
+            start = time.perf_counter()
+            (exp,) = server.explain([image], budget=float(budget))
+            wall[b, i] = time.perf_counter() - start
+            late[b, i] = exp.measured_cost > budget
+            correct[b, i] = exp.label == y[i] and not late[b, i]
+            row.append(tuple(exp.features))
+        used.append(row)
+    return Served(correct, late, used), wall

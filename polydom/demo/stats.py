@@ -13,8 +13,8 @@ that two separate error bars could not resolve.
 
 A difference is called significant when it exceeds :data:`Z` standard errors (about 95 % each;
 among many comparisons some cross by chance). Standard errors cover the choice of held-out
-pictures only -- not the training data, the folds or this machine's timings; two runs of the demo
-show how far the timings move the answers (:mod:`polydom.demo.headline`).
+pictures only -- not the training data, the folds or this machine's timings; two runs show how
+far the timings move the answers.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def test_the_realdata_settings_are_realdata_py_s():
 
 
 def test_served_sides_outside_the_demo_timing_range_are_timed():
-    from polydom.demo.settings import TIMING_SIDES
+    from lab.settings import TIMING_SIDES
 
     assert PEERS["timing_sides"]((28, 56, 112)) == TIMING_SIDES
     assert PEERS["timing_sides"]((16, 400)) == (16, *TIMING_SIDES, 400)

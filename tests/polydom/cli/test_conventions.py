@@ -43,7 +43,7 @@ def spec_file(tmp_path):
     ["build", "{spec}:NOPE", "--out", "{out}"],
     ["build", "{spec}:SPEC", "--out", "{out}", "--backend", "greedy"],
     ["inspect", "{out}", "--ranges", "-1"],
-    ["demo", "--out", "{out}", "--per-class", "1"],
+    ["demo", "--out", "{out}", "--seed", "-1"],
     ["build", "{spec}:SPEC", "--out", "{out}", "--blas-threads", "-1"],
 ])
 def test_usage_errors_of_every_command_share_one_format_and_exit_2(argv, spec_file, tmp_path, capsys):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import stats
+from polydom.demo import stats
 
 __all__ = ["Cell", "versus", "violations", "cost_saving"]
 

@@ -13,7 +13,7 @@ the run will show. In order:
    rises, a backend at chance while others are not, the exact backend behind another one, what
    the opt-in tie rule trades (:func:`tie_story`), and budget violations -- each with the numbers
    that explain it.
-4. **How far the headline moved** since the previous run (:mod:`polydom.demo.headline`).
+4. **How far the headline moved** since the previous run (:mod:`lab.headline`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import stats
+from polydom.demo import stats
 from .settings import ABLATIONS
 
 __all__ = ["BudgetVerdict", "compared", "budget_verdicts", "budget_table", "range_sentences", "size_story", "cost_crossings",
@@ -84,7 +84,7 @@ class BudgetVerdict:
 
 def compared(r: dict) -> dict:
     """The grids the Conclusions rank: every backend a user can choose, without the ablations
-    (:data:`~polydom.demo.settings.ABLATIONS`), which the cell-by-cell section shows."""
+    (:data:`~lab.settings.ABLATIONS`), which the cell-by-cell section shows."""
     return {n: g for n, g in r["grids"].items() if n not in ABLATIONS}
 
 
@@ -470,7 +470,7 @@ def headline_sentence(comparison: dict, primary: str) -> str:
     """One sentence on how far the headline moved since the previous run."""
     status = comparison["status"]
     if status == "none":
-        return ("**Reproducibility:** this is the first run in this directory; run `polydom demo` again (or pass "
+        return ("**Reproducibility:** this is the first run in this directory; run `python -P benchmarks/backends.py` again (or pass "
                 "`--compare OTHER_OUT`) and this line says how far the headline numbers moved.")
     if status == "different":
         return (f"**Reproducibility:** the previous run ({comparison['path']}) used other settings "

@@ -82,5 +82,5 @@ ABLATIONS = (PLAIN, SPECULATIVE, WORST_CASE)
 #: The backends the primary is judged against, per (size, budget) cell.
 RIVALS = ("PolyDom α=1.2", "Greedy", "GreedyAcc", "GreedyCost")
 #: :data:`PRIMARY` with the opt-in tie rule (``tolerance=None``: among affordable sets within one
-#: standard error of the best, the cheapest), to show what it trades; see :func:`polydom.demo.job.with_tolerance`.
+#: standard error of the best, the cheapest), to show what it trades; see :func:`lab.job.with_tolerance`.
 TIES = "PolyDom α=1 SE ties"

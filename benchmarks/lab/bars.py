@@ -1,6 +1,6 @@
 """The report's "Cell by cell" section: the primary backend judged where users meet it.
 
-Each (item size, budget) cell is compared on its own (:mod:`polydom.demo.cells`): the primary
+Each (item size, budget) cell is compared on its own (:mod:`lab.cells`): the primary
 against the best of its rivals there, the anytime walk against the plain rule and GreedyCost,
 budget violations per cell, what confidence cascades save per budget, and what median costs
 with a guard buy over worst-case provisioning.
@@ -12,9 +12,11 @@ import os
 
 import numpy as np
 
-from . import cells, stats
+from polydom.demo import stats
+
+from . import cells
 from .conclusions import side
-from .markdown import ms, pct, table
+from polydom.demo.markdown import ms, pct, table
 from .settings import CASCADE, CASCADE_SAVING, SPECULATIVE, PLAIN, PRIMARY, RIVALS, WORST_CASE
 
 __all__ = ["section", "VIOLATION_BAR"]

@@ -14,7 +14,7 @@ import json
 import math
 import os
 
-from . import stats
+from polydom.demo import stats
 
 __all__ = ["FORMAT", "FILE", "make", "read", "write", "compare"]
 
@@ -28,7 +28,7 @@ _SETTING_DEFAULTS = {"cv_repeats": 1}
 
 
 def make(results: dict) -> dict:
-    """The headline of a run's results (see :func:`polydom.demo.run_demo`)."""
+    """The headline of a run's results (see :func:`lab.job.run_demo`)."""
     pictures = results["test_pictures"]
     backends = {}
     for name, grid in results["grids"].items():

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from . import stats
+from polydom.demo import stats
 from .settings import CASCADE, SPECULATIVE, PLAIN, PRIMARY, TIES
 
 __all__ = ["draw_all", "plot_cost_curves", "plot_accuracy_vs_budget", "plot_violations_by_size",
@@ -271,7 +271,7 @@ def _feature_shares(grid, planner, names, sizes, unique) -> np.ndarray:
 
 
 def draw_all(r: dict, out) -> dict:
-    """Every figure of the report for the results ``r`` of :func:`polydom.demo.run_demo`; paths by name."""
+    """Every figure of the report for the results ``r`` of :func:`lab.job.run_demo`; paths by name."""
     grids, sizes, pictures, budgets = r["grids"], r["test_sizes"], r["test_pictures"], r["budgets"]
     unique = r["unique_sizes"]
     primary = r["fitted"][PRIMARY]

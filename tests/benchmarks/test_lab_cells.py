@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from polydom.demo import cells
+from lab import cells
 from polydom.demo.evaluation import GridResult
 
 
