@@ -9,12 +9,16 @@ Writes ``OUT/report.md`` (see :mod:`lab`). Other benchmarks judge a finished run
 """
 
 import argparse
+import os
 import sys
 
 from polydom.cli import UsageError
 from polydom.errors import PolydomError
 
-from lab import cli
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lab import cli  # noqa: E402
 
 
 def main(argv=None) -> int:

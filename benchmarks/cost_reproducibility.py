@@ -31,7 +31,10 @@ import warnings
 import numpy as np
 
 from polydom.classifier.costs import choose_timing_images, measure_feature_costs
-from lab.job import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lab.job import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES  # noqa: E402
 from polydom.featurizers import resolve_features
 from polydom.featurizers.datasets import load_digits_images
 from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve

@@ -27,7 +27,10 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from lab.job import add_run_arguments, load_run_split, run_arguments
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lab.job import add_run_arguments, load_run_split, run_arguments  # noqa: E402
 from polydom.demo.stats import mean_se
 from polydom.index.servingguards import ServingGuards
 

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -103,6 +103,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 HERE = pathlib.Path(__file__).resolve().parent
 METHODS = ("PolyDom", "LightGBM CEGB", "Forward selection", "Exhaustive")
 REFERENCE = "PolyDom"

@@ -47,6 +47,9 @@ import numpy as np
 import polydom
 from polydom.index.planning import option_table, plan_batch
 
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BACKENDS = ("PolyDom α=1", "Greedy")

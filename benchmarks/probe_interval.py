@@ -23,6 +23,9 @@ import warnings
 
 import numpy as np
 
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 

@@ -28,6 +28,8 @@ Writes ``benchmarks/results/realdata-<dataset>.md``.
 
 from __future__ import annotations
 
+import os
+import sys
 import argparse
 import copy
 import math
@@ -43,6 +45,9 @@ from polydom.demo.evaluation import serve_grid
 from polydom.classifier.extraction import extract_features
 from polydom.featurizers import resolve_features
 from polydom.featurizers.datasets import load_digits_images, load_fashion_mnist_images
+
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "harris", "hog", "gabor")
 BUDGETS_MS = (0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200)

@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from lab.job import add_run_arguments, load_run_split, run_arguments
 from polydom.demo.stats import mean_se
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
+from lab.job import add_run_arguments, load_run_split, run_arguments  # noqa: E402
 from revision import module_at, short_name  # noqa: E402
 
 

@@ -16,13 +16,18 @@ Run from the project root (quiet machine)::
 
 from __future__ import annotations
 
+import os
+import sys
 import argparse
 import warnings
 
 import numpy as np
 
 import polydom
-from lab.job import add_run_arguments, load_run_split, run_arguments
+# Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lab.job import add_run_arguments, load_run_split, run_arguments  # noqa: E402
 from polydom.demo.stats import mean_se
 
 

@@ -55,9 +55,11 @@ def recommendation(r) -> list[str]:
                  f"clock, at most {pct(worst_real)}% served for real ({r.real.late.shape[1]} images per budget).")
     gaps = late_gaps(r)
     if gaps:
+        n = r.real.late.shape[1]
         lines.append("**The replayed and real passes disagree on late answers** at " + "; ".join(
-            f"{_budget(b)} ({pct(rep)}% replayed, {pct(real)}% real)" for b, rep, real in gaps)
-            + ". The real pass times each answer as it is served, on a machine doing other work; trust it.")
+            f"{_budget(b)} ({pct(rep)}% replayed, {pct(real)}% real: {round(real * n)} of {n})"
+            for b, rep, real in gaps)
+            + ". The real pass times each answer as a service would; plan with it.")
     else:
         lines.append(f"The replayed and real passes agree on late answers within {pct(LATE_GAP)} points at "
                      "every budget.")

@@ -73,7 +73,7 @@ def test_late_answers_replayed_and_real_are_compared_with_numbers(demo_run):
     gaps = report.late_gaps(r)
     assert gaps == [(r.settings.budgets[1], 0.0, 1.0)]
     advice = " ".join(report.recommendation(r))
-    assert "disagree on late answers" in advice and "0.0% replayed, 100.0% real" in advice
+    assert "disagree on late answers" in advice and "0.0% replayed, 100.0% real: " in advice
 
 
 def test_every_accuracy_has_a_standard_error_and_cells_cover_every_size_and_budget(demo_run, demo_out):
