@@ -18,6 +18,7 @@ __all__ = [
     "UnknownFeatureError",
     "compute_features",
     "default_features",
+    "feature",
     "get_feature",
     "register_feature",
     "resolve_features",
@@ -270,6 +271,45 @@ def get_feature(name: str, *, registry: FeatureRegistry | None = None) -> Featur
 def register_feature(feature: Feature, *, replace: bool = False) -> Feature:
     """Add ``feature`` to `REGISTRY` (see `FeatureRegistry.register`)."""
     return REGISTRY.register(feature, replace=replace)
+
+
+def feature(name: str | None = None, *, description: str = "", dimension: int | None = None):
+    """Register the decorated function as a feature of `REGISTRY`; the decorator returns the `Feature`.
+
+    Parameters
+    ----------
+    name : str, optional
+        Default: the function's name.
+    description : str, optional
+        Default: the first line of the function's docstring.
+    dimension : int, optional
+        The vector's length, checked on every call when given.
+
+    A module that defines its features this way can be named by an index and imported by a fresh
+    process that trusts it (``CostSensitiveClassifier.load(path, feature_modules=[...])``). Importing
+    the module again (a reload) replaces its own features; a name another module took is refused.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from polydom.featurizers import feature, unregister_feature
+    >>> @feature(dimension=1)
+    ... def mean_brightness(image):
+    ...     "Mean grey level."
+    ...     return [np.mean(image)]
+    >>> mean_brightness(np.full((8, 8), 0.5)).tolist(), mean_brightness.description
+    ([0.5], 'Mean grey level.')
+    >>> _ = unregister_feature("mean_brightness")
+    """
+    def register(function) -> Feature:
+        doc = (function.__doc__ or "").strip().splitlines()
+        made = Feature(name or function.__name__, function, description or (doc[0] if doc else ""), dimension)
+        old = REGISTRY._features.get(made.name)
+        same = old is not None and (getattr(old.function, "__module__", None), getattr(old.function, "__qualname__", None)) \
+            == (function.__module__, function.__qualname__)
+        return REGISTRY.register(made, replace=same)
+
+    return register
 
 
 def unregister_feature(name: str) -> Feature:

@@ -64,6 +64,8 @@ _EXPORTS = {
     "ModelLoadError": ("polydom.index.store", "ModelLoadError"),
     "ModelIntegrityError": ("polydom.index.store", "ModelIntegrityError"),
     "UntrustedModelError": ("polydom.index.store", "UntrustedModelError"),
+    "feature": ("polydom.featurizers.registry", "feature"),
+    "FeatureSourceError": ("polydom.featurizers.provenance", "FeatureSourceError"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

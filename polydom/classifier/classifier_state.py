@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polydom.featurizers.provenance import FeatureSource, load_features, source_of
 from polydom.index.storage.errors import IndexFormatError
 
-from .costs import CostFit
+from .costs import DECODE, CostFit
 from ..errors import PolydomError
 
 __all__ = [
@@ -214,6 +215,13 @@ class ClassifierMetadata:
     cost_fits : dict of str to dict
         :meth:`CostFit.to_json` per feature.
     fit_stats : dict
+    feature_sources : list of dict or None
+        :meth:`FeatureSource.to_json <polydom.featurizers.provenance.FeatureSource.to_json>` per
+        feature, in the index's order: where a fresh process finds each feature's code. None in
+        states saved before it was kept (features are then looked up by name).
+    decode_fit : dict or None
+        :meth:`CostFit.to_json` of the decode step's cost, where the training images came
+        encoded (:func:`~polydom.classifier.costs.fit_decode_cost`).
     """
 
     params: dict
@@ -226,6 +234,8 @@ class ClassifierMetadata:
     timing_sides: list
     cost_fits: dict
     fit_stats: dict
+    feature_sources: list | None = None
+    decode_fit: dict | None = None
 
     @classmethod
     def from_classifier(cls, clf, state=None) -> "ClassifierMetadata":
@@ -250,6 +260,8 @@ class ClassifierMetadata:
             classes=state.classes.tolist(), classes_dtype=state.classes.dtype.str, estimator=estimator,
             n0=state.n0, timing_sides=list(state.timing_sides),
             cost_fits={name: fit.to_json() for name, fit in state.cost_fits.items()}, fit_stats=dict(state.fit_stats),
+            feature_sources=[source_of(state.planner.features[name]).to_json() for name in state.index.features],
+            decode_fit=None if state.decode_fit is None else state.decode_fit.to_json(),
         )
 
     def to_json(self) -> dict:
@@ -271,12 +283,14 @@ class ClassifierMetadata:
             There is none (``where`` was not saved by a classifier), or it is damaged or crafted.
         """
         data = index.params.get(METADATA_KEY)
-        names = [f.name for f in dataclasses.fields(cls)]
-        if not isinstance(data, dict) or data.get("format") != METADATA_FORMAT or any(n not in data for n in names):
+        fields = dataclasses.fields(cls)
+        names = [f.name for f in fields]
+        required = [f.name for f in fields if f.default is dataclasses.MISSING]
+        if not isinstance(data, dict) or data.get("format") != METADATA_FORMAT or any(n not in data for n in required):
             raise ClassifierStateError(
                 f"the index at {where} was not saved by CostSensitiveClassifier (open it with polydom.load)"
             )
-        meta = cls(**{n: data[n] for n in names})
+        meta = cls(**{n: data[n] for n in names if n in data})
         meta.check(index, where)
         return meta
 
@@ -323,6 +337,15 @@ class ClassifierMetadata:
             _check_cost_fit(name, self.cost_fits[name], bad)
         if not isinstance(self.fit_stats, dict):
             raise bad("fit_stats must be an object")
+        if self.feature_sources is not None:
+            try:
+                sources = [FeatureSource.from_json(d) for d in self.feature_sources]
+            except (TypeError, ValueError) as exc:
+                raise bad(f"feature_sources: {exc}") from None
+            if [src.name for src in sources] != features:
+                raise bad(f"feature_sources must name the index's features in order ({', '.join(features)})")
+        if self.decode_fit is not None:
+            _check_cost_fit(DECODE, self.decode_fit, bad)
 
     def init_params(self, trusted) -> dict:
         """The constructor arguments, ``estimator`` decoded (its types checked against ``trusted``)."""
@@ -352,17 +375,29 @@ class ClassifierMetadata:
                                               "the saved learners parameter")
         return params
 
-    def serving_state(self, source, view, where):
+    def features(self, names, feature_modules=()) -> list:
+        """The features of the index (``names``, in its order): from their recorded sources, a
+        missing one imported from its module when ``feature_modules`` trusts it
+        (:func:`~polydom.featurizers.provenance.load_features`); by name from the registry for a
+        state saved before sources were kept."""
+        if self.feature_sources is None:
+            from polydom.featurizers import resolve_features
+
+            return resolve_features(list(names))
+        return load_features([FeatureSource.from_json(d) for d in self.feature_sources], feature_modules)
+
+    def serving_state(self, source, view, where, feature_modules=()):
         """The :class:`~polydom.classifier.servingstate.ServingState` of this metadata's version: ``view``
         (``source``'s version, whose params hold this metadata), its feature order and columns,
-        ``classes_``, cost fits and a new planner over ``view``."""
-        from polydom.featurizers import resolve_features
-
+        ``classes_``, cost fits and a new planner over ``view``; custom features imported from the
+        modules ``feature_modules`` trusts (:meth:`features`)."""
         from .servingstate import ServingState
 
         store = getattr(view, "_store", None)
         return ServingState.build(
-            source, index=view, features={f.name: f for f in resolve_features(view.features)},
+            source, index=view, features={f.name: f for f in self.features(view.features, feature_modules)},
+            feature_modules=tuple(feature_modules),
+            decode_fit=None if self.decode_fit is None else CostFit.from_json(DECODE, self.decode_fit),
             classes=np.asarray(self.classes, dtype=np.dtype(self.classes_dtype)),
             columns={n: slice(a, b) for n, (a, b) in zip(view.features, self.columns)},
             cost_fits={name: CostFit.from_json(name, data) for name, data in self.cost_fits.items()},
@@ -399,7 +434,7 @@ def save_classifier(clf, path, **options) -> str:
 _INCONSISTENT = (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, RecursionError)
 
 
-def state_from_version(source, view, where):
+def state_from_version(source, view, where, feature_modules=()):
     """``(metadata, serving state)`` of the classifier saved in ``view``, the version ``source``
     serves: the metadata checked (:meth:`ClassifierMetadata.check`), the state built, and what
     serving reads read once (:func:`_check_fitted`).
@@ -413,7 +448,7 @@ def state_from_version(source, view, where):
     """
     meta = ClassifierMetadata.from_index(view, where)
     try:
-        state = meta.serving_state(source, view, where)
+        state = meta.serving_state(source, view, where, feature_modules)
         _check_fitted(state, view)
     except PolydomError:
         raise
@@ -422,7 +457,7 @@ def state_from_version(source, view, where):
     return meta, state
 
 
-def load_classifier(cls, path, trusted=None):
+def load_classifier(cls, path, trusted=None, feature_modules=()):
     """A ``cls`` (CostSensitiveClassifier) with the parameters and fitted state saved at ``path``.
 
     Raises
@@ -438,7 +473,7 @@ def load_classifier(cls, path, trusted=None):
     from .servingstate import view_of
 
     index = polydom.load(path, trusted=trusted)
-    meta, state = state_from_version(index, view_of(index), path)
+    meta, state = state_from_version(index, view_of(index), path, tuple(feature_modules))
     try:
         params = _grouped(meta.init_params(trusted), state.index.params.get("scores", "measured"))
         clf = cls(**params)

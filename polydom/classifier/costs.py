@@ -144,8 +144,9 @@ class CostFit:
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key).tolist()
         if self.timing_curve is not None:
-            data.update(timing_coefficients=list(self.timing_curve.coefficients), overhead=list(self.overhead),
-                        guard=self.guard)
+            data.update(timing_coefficients=list(self.timing_curve.coefficients), overhead=list(self.overhead))
+        if self.timing_curve is not None or self.guard != 1.0:
+            data["guard"] = self.guard
         if self.guard_by_size is not None:
             data["guard_by_size"] = [list(pair) for pair in self.guard_by_size]
         return data
@@ -549,3 +550,34 @@ def costs_from_extraction(
         fits[feature.name] = CostFit(feature.name, CostCurve(coefficients), every_size.astype(np.int64), seconds,
                                      quantile, items, np.maximum(wall_all[:, j], 0.0))
     return fits
+
+
+#: The name of the decode step's cost fit (:func:`fit_decode_cost`); no feature may take it.
+DECODE = "decode"
+
+#: The quantile of measured / predicted decode times that serving reserves before decoding
+#: (:attr:`CostFit.guard` of the decode fit): serving decodes an encoded image only if the guarded
+#: curve fits the budget, then subtracts the decode's measured time, so a decode predicted to fit
+#: overruns the budget on about one image in ten at most.
+DECODE_GUARD_QUANTILE = 0.9
+
+#: Fewer decoded training images than this fit no decode curve (serving then decodes every
+#: encoded image and subtracts the time it took).
+MIN_DECODE_SAMPLES = 3
+
+
+def fit_decode_cost(samples, *, degree: int = 2) -> "CostFit | None":
+    """The decode step's cost curve from ``(size, seconds)`` pairs, one per training image that
+    came encoded (``check_images(..., decode_times=...)``): a median regression through every
+    call, as a feature's, with the :data:`DECODE_GUARD_QUANTILE` of measured / predicted as its
+    guard; None with fewer than :data:`MIN_DECODE_SAMPLES`."""
+    if len(samples) < MIN_DECODE_SAMPLES:
+        return None
+    sizes = np.array([s for s, _ in samples], dtype=np.float64)
+    seconds = np.maximum(np.array([t for _, t in samples], dtype=np.float64), 0.0)
+    items = np.arange(len(sizes), dtype=np.int64)
+    degree = min(degree, len(np.unique(sizes)) - 1)
+    curve = CostCurve(fit_cost_curve(sizes, seconds, degree=degree, quantile=0.5, items=items))
+    predicted = np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
+    guard = max(1.0, float(np.quantile(seconds / predicted, DECODE_GUARD_QUANTILE)))
+    return CostFit(DECODE, curve, sizes.astype(np.int64), seconds, 0.5, items, guard=guard)

@@ -19,7 +19,7 @@ from .calibration import carry_calibration
 from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import ClassifierStateError, load_classifier, save_classifier, state_from_version
 from .constraints import Integer, check_param
-from .costs import measure_feature_costs
+from .costs import fit_decode_cost, measure_feature_costs
 from .inputs import as_image_list, check_budgets, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
 from .policies import Cascade, Selection, Serving, Timing
@@ -210,7 +210,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             A feature failed, naming it and the item.
         """
         self._check_params()
-        images = check_images(images, purpose="training image is required")
+        decodes = []  # (size, seconds) of each training image that came encoded
+        images = check_images(images, purpose="training image is required", decode_times=decodes)
         y = check_labels(y, len(images))
         groups = check_groups(groups, len(images))
         settings = FitSettings.from_params(self._settings())
@@ -218,7 +219,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         state = ServingState.build(
             result.index, features={f.name: f for f in result.features}, classes=result.classes,
             columns=result.columns, cost_fits=result.fits, n0=result.n0, timing_sides=result.timing_sides,
-            fit_stats=result.stats, cascade=result.cascade,
+            fit_stats=result.stats, cascade=result.cascade, decode_fit=fit_decode_cost(decodes),
         )
         self._adopt_state(result.index, state)
         return self
@@ -236,7 +237,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         return save_classifier(self, path, **options)
 
     @classmethod
-    def load(cls, path, *, trusted=None) -> "CostSensitiveClassifier":
+    def load(cls, path, *, trusted=None, feature_modules=()) -> "CostSensitiveClassifier":
         """Open a classifier saved with :meth:`save`.
 
         Parameters
@@ -244,6 +245,10 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         path : str or os.PathLike
         trusted : iterable of str or type, optional
             Model types to trust beyond polydom's list (see :func:`polydom.load`).
+        feature_modules : iterable of str, optional
+            Modules trusted to define the index's custom features (:func:`polydom.feature`): one
+            that this process has not imported is imported, and only if named here. A module
+            whose source changed since the fit is refused.
 
         Raises
         ------
@@ -251,7 +256,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             The index at ``path`` was not saved by a ``CostSensitiveClassifier``; otherwise as
             :func:`polydom.load`.
         """
-        return load_classifier(cls, path, trusted)
+        return load_classifier(cls, path, trusted, tuple(feature_modules))
 
     def refresh(self) -> bool:
         """Adopt the newest version published at this loaded classifier's path, and rebuild the
@@ -300,7 +305,9 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             check_is_fitted(self, "index_")  # NotFittedError before fit
             raise NotFittedError("this CostSensitiveClassifier has no serving state; fit or load it")
         if not state.current():  # O(1): the index's view is the version this state serves
-            state = follow(self, state_from_version, ClassifierStateError)
+            modules = state.feature_modules
+            state = follow(self, lambda source, view, where: state_from_version(source, view, where, modules),
+                           ClassifierStateError)
         if isinstance(state, Refusal):
             state.raise_()
         return state
@@ -406,7 +413,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         state = self._state()
         serving = self._policies()[3]
         planner = ServingPlanner(state.index, state.planner.features, cascade=state.planner.cascade,
-                                 speculate=serving.speculate, learn=serving.learn_guards)
+                                 speculate=serving.speculate, learn=serving.learn_guards, decode=state.decode_fit)
         return Server(planner, state.classes, budget=self.budget, speculate=serving.speculate)
 
     def predict(self, images, budget=None, *, total_budget=None) -> np.ndarray:

@@ -11,7 +11,6 @@ are this machine's), so changing any of those recomputes instead of serving stal
 from __future__ import annotations
 
 import hashlib
-import inspect
 import math
 import os
 import platform
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polydom.featurizers import Feature, FeatureError, validate_image
+from polydom.featurizers.provenance import source_digest
 
 __all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "machine_fingerprint",
            "write_atomically"]
@@ -63,25 +63,13 @@ class FeatureMatrix:
         return tuple(self.columns)
 
 
-def _module_source_hash(function) -> str:
-    """Hash of the source of the module defining ``function`` (its helpers change results too)."""
-    target = getattr(function, "func", function)  # functools.partial
-    try:
-        module = inspect.getmodule(target)
-        source = inspect.getsource(module) if module is not None else inspect.getsource(target)
-    except (OSError, TypeError):
-        code = getattr(target, "__code__", None)
-        source = repr(code.co_code if code is not None else target)
-    return hashlib.sha256(source.encode()).hexdigest()
-
-
 def feature_fingerprint(features: Sequence[Feature]) -> str:
     """A digest of the feature definitions and the libraries they run on."""
     h = hashlib.sha256(_FORMAT)
     for f in features:
         fn = getattr(f.function, "func", f.function)
         h.update(repr((f.name, f.dimension, getattr(fn, "__module__", ""), getattr(fn, "__qualname__", ""))).encode())
-        h.update(_module_source_hash(f.function).encode())
+        h.update(source_digest(f.function).encode())
     for name in ("numpy", "scipy", "skimage", "PIL"):
         module = sys.modules.get(name)
         h.update(f"{name}={getattr(module, '__version__', '-')}".encode())

@@ -8,44 +8,64 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from polydom.featurizers import validate_image
+from polydom.featurizers.sources import as_array, decode_image, is_encoded, is_pil_image
 
 __all__ = ["as_image_list", "check_images", "check_labels", "check_groups", "check_budgets"]
 
+_WRAP = "wrap a single image in a list: [image]"
+
 
 def as_image_list(images) -> Sequence:
-    """``images`` if it is a sequence of images (or an ``(n, H, W[, C])`` array); one clear error otherwise.
+    """``images`` if it is a sequence of images -- arrays, PIL images, file paths or encoded bytes,
+    mixed as they come -- or an ``(n, H, W[, C])`` array; one clear error otherwise.
 
-    A single 2-D array is refused rather than read as a list of rows: that is almost always one
-    image passed without its list.
+    One image passed without its list is refused with an error that says to wrap it: a 2-D
+    array (not read as a list of rows), an ``(H, W, 3)`` or ``(H, W, 4)`` array (a stack of
+    images 3 or 4 pixels wide cannot be one), a path, bytes or a PIL image.
     """
     if isinstance(images, np.ndarray):
-        if images.ndim == 2:
-            raise ValueError(
-                f"images must be a sequence of images, got one 2-D array of shape {images.shape}; "
-                f"wrap a single image in a list"
-            )
+        if images.ndim == 2 or (images.ndim == 3 and images.shape[2] in (3, 4)):
+            raise ValueError(f"images must be a sequence of images, got one image array of shape {images.shape}; "
+                             f"{_WRAP}")
         return images
-    if isinstance(images, (str, bytes)) or not isinstance(images, Sequence):
-        raise TypeError(f"images must be a sequence of images (e.g. a list of arrays), got {type(images).__name__}")
+    if is_encoded(images) or is_pil_image(images):
+        what = "PIL image" if is_pil_image(images) else "file path" if isinstance(images, str) or hasattr(
+            images, "__fspath__") else "encoded image"
+        raise ValueError(f"images must be a sequence of images, got one {what}; {_WRAP}")
+    if not isinstance(images, Sequence):
+        raise TypeError(f"images must be a sequence of images (e.g. a list of arrays or file paths), "
+                        f"got {type(images).__name__}")
     return images
 
 
-def check_images(images, *, purpose: str | None = None) -> list[np.ndarray]:
-    """Every image validated (the first bad one named by its position).
+def check_images(images, *, purpose: str | None = None, decode_times: list | None = None) -> list[np.ndarray]:
+    """Every image as a validated array (the first bad one named by its position): paths and bytes
+    decoded, PIL images converted (:func:`polydom.featurizers.sources.as_array`).
 
     Parameters
     ----------
-    images : sequence of array_like
+    images : sequence
     purpose : str, optional
         If given, an empty sequence is refused with ``"images is empty: at least one image is
         required <purpose>"``.
+    decode_times : list, optional
+        Receives ``(size, seconds)`` per encoded image: the computing thread's CPU time of its
+        decoding, the samples of the decode step's cost curve.
     """
-    checked = [validate_image(image, index=i) for i, image in enumerate(as_image_list(images))]
+    checked = []
+    for i, image in enumerate(as_image_list(images)):
+        if decode_times is not None and is_encoded(image):
+            start = time.thread_time()
+            array = decode_image(image, index=i)
+            decode_times.append((array.shape[0] * array.shape[1], time.thread_time() - start))
+        else:
+            array = as_array(image, index=i)
+        checked.append(array)
     if purpose is not None and not checked:
         raise ValueError(f"images is empty: at least one {purpose}")
     return checked

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from polydom.featurizers import Feature, validate_image
+from polydom.featurizers import Feature
+from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
 
 from polydom.index.anytime import FeatureTimeout
 from polydom.index.base import StoredIndex
@@ -158,7 +159,7 @@ class ServingPlanner:
     """
 
     def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False, speculate: bool = False,
-                 learn: bool = True):
+                 learn: bool = True, decode=None):
         missing = [n for n in index.features if n not in features]
         if missing:
             raise ValueError(f"no Feature objects for the index's features {missing}")
@@ -181,11 +182,14 @@ class ServingPlanner:
         quantile = quantile if learn else None
         self.learn = bool(learn)
         self.serving_guards = None if quantile is None else ServingGuards(index, quantile=float(quantile))
+        # The decode step's cost fit (polydom.classifier.costs.fit_decode_cost), or None: an
+        # encoded image is then decoded whatever the budget, and its time subtracted.
+        self.decode = decode
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
         return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade, speculate=self.speculate,
-                          learn=self.learn)
+                          learn=self.learn, decode=self.decode)
 
     def plan(self, key: int, index=None) -> SetPlan:
         """The plan of the trained set with mask ``key`` in ``index`` (default: the version
@@ -233,6 +237,11 @@ class ServingPlanner:
         that the choice, the plan and the readable steps all come from one version even when
         this planner was built over a live loaded index that a refresh switches meanwhile.
 
+        An encoded image (a path or bytes) is sized from its header. The budget covers the whole
+        answer: it is decoded only if the decode step's guarded curve fits (:attr:`decode`), and
+        the features get what its measured time leaves; otherwise nothing is decoded and the
+        answer falls back on time to the set that costs nothing.
+
         Raises
         ------
         TypeError, ValueError
@@ -240,16 +249,33 @@ class ServingPlanner:
         polydom.featurizers.FeatureError
             A feature failed, naming it and the item.
         """
-        array = validate_image(image, index=i)
-        size = array.shape[0] * array.shape[1]
+        decoded = 0.0
+        if is_encoded(image):
+            start = time.perf_counter()
+            height, width = header_shape(image, index=i)
+            size = height * width
+            fit = self.decode
+            if fit is None or fit.guard * fit.curve(size) <= budget:
+                array = decode_image(image, index=i)
+                decoded = time.perf_counter() - start
+                budget = max(budget - decoded, 0.0)
+            else:
+                array, budget = None, 0.0  # no time to decode: nothing can be computed
+        else:
+            array = as_array(image, index=i)
+            size = array.shape[0] * array.shape[1]
         computed = {}
         features = self.features
 
+        pixels = [array]
+
         def compute(name: str, deadline: float | None = None) -> np.ndarray:
+            if pixels[0] is None:  # only a feature predicted free is computed at budget 0: decode for it
+                pixels[0] = decode_image(image, index=i)
             if deadline is None:
-                vector = features[name].evaluate(array, index=i)
+                vector = features[name].evaluate(pixels[0], index=i)
             else:
-                vector = _by_deadline(features[name], array, i, deadline)
+                vector = _by_deadline(features[name], pixels[0], i, deadline)
             computed[name] = vector
             return vector
 
@@ -275,8 +301,10 @@ class ServingPlanner:
         readable = tuple((kind, tuple(sorted(space.frozenset(v))) if isinstance(v, int) else v) for kind, v in steps)
         plan = self.plan(choice.key, index)
         x = np.concatenate([computed[n] for n in plan.names]) if plan.names else _EMPTY
+        if decoded:
+            readable = (("decode", ()),) + readable
         # Nothing computed, nothing spent: the clock's own overhead is not extraction time.
-        return Served(choice, plan, x, choice.cost if computed else 0.0, size, readable, index)
+        return Served(choice, plan, x, (choice.cost if computed else 0.0) + decoded, size, readable, index)
 
     # ------------------------------------------------------------------ many images
 

@@ -80,6 +80,12 @@ class ServingState:
         Informational; serving never reads it.
     path, version : str or None
         Where the version was published (None for a classifier never saved or loaded).
+    feature_modules : tuple of str
+        The modules the loader trusted to define custom features; a new version is loaded with
+        the same trust.
+    decode_fit : CostFit or None
+        The decode step's cost (:func:`~polydom.classifier.costs.fit_decode_cost`), where the
+        training images came encoded.
 
     Notes
     -----
@@ -103,10 +109,12 @@ class ServingState:
     fit_stats: dict
     path: str | None = None
     version: str | None = None
+    feature_modules: tuple = ()
+    decode_fit: Any = None
 
     @classmethod
     def build(cls, source, *, features, classes, columns, cost_fits, n0, timing_sides, fit_stats, cascade,
-              path=None, version=None, index=None) -> "ServingState":
+              path=None, version=None, index=None, feature_modules=(), decode_fit=None) -> "ServingState":
         """A state serving ``index`` (default ``view_of(source)``) with a new planner over it.
 
         ``features`` maps names to :class:`~polydom.featurizers.Feature` objects (at least the
@@ -118,13 +126,13 @@ class ServingState:
         names = tuple(index.features)
         # The classifier's own planner learns nothing: predicting leaves the fitted state as it is
         # (a service that should learn its guards asks for a Server).
-        planner = ServingPlanner(index, features, cascade=bool(cascade), learn=False)
+        planner = ServingPlanner(index, features, cascade=bool(cascade), learn=False, decode=decode_fit)
         return cls(
             source=source, index=index, planner=planner, classes=_frozen_classes(classes), feature_names=names,
             feature_columns=types.MappingProxyType({n: columns[n] for n in names}),
             cost_fits=cost_fits, cost_curves={name: fit.curve for name, fit in cost_fits.items()},
             n0=float(n0), timing_sides=tuple(int(s) for s in timing_sides), fit_stats=fit_stats,
-            path=path, version=version,
+            path=path, version=version, feature_modules=tuple(feature_modules), decode_fit=decode_fit,
         )
 
     def replace(self, **changes) -> "ServingState":
@@ -144,14 +152,15 @@ class ServingState:
 class Refusal:
     """A version the classifier cannot serve: every request raises ``error``'s message anew.
 
-    ``source`` and ``index`` as in :class:`ServingState`: a later refresh of ``source`` to
-    another version is followed again.
+    ``source``, ``index`` and ``feature_modules`` as in :class:`ServingState`: a later refresh
+    of ``source`` to another version is followed again, with the same trust.
     """
 
     source: Any
     index: Any
     error: PolydomError
     kind: type = PolydomError
+    feature_modules: tuple = ()
 
     def current(self) -> bool:
         return view_of(self.source) is self.index
@@ -185,6 +194,6 @@ def follow(owner, rebuild, refuse_as: type, attribute: str = "_serving"):
         except PolydomError as exc:
             # Not servable by this classifier: refuse, loudly and at every request, rather than
             # serve the new version through the old one's columns and classes.
-            fresh = Refusal(source, view, exc, refuse_as)
+            fresh = Refusal(source, view, exc, refuse_as, state.feature_modules)
         owner.__dict__[attribute] = fresh
         return fresh

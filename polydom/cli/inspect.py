@@ -28,11 +28,25 @@ def _entry(index, mask: int, accuracy: float, cost: float) -> dict:
     return entry
 
 
+def _feature_modules(index) -> dict:
+    """Feature name -> the module defining it, for an index a classifier saved with its features'
+    sources; empty otherwise. Read from the stored metadata: nothing is imported."""
+    from polydom.classifier.classifier_state import METADATA_KEY
+
+    data = getattr(index, "params", {}).get(METADATA_KEY)
+    sources = data.get("feature_sources") if isinstance(data, dict) else None
+    if not isinstance(sources, list):
+        return {}
+    return {d["name"]: d["module"] for d in sources
+            if isinstance(d, dict) and isinstance(d.get("name"), str) and isinstance(d.get("module"), str)}
+
+
 def describe_index(index) -> dict:
     """What ``polydom inspect`` shows, as JSON-able data, from ``index.summary()``.
 
     Keys: ``path``, ``version``, ``backend``, ``domain``, ``counts``, ``features`` (name,
-    coefficients, readable cost expression), ``params``, ``stats``; for an index whose summary
+    coefficients, readable cost expression, and the defining ``module`` for a saved classifier),
+    ``params``, ``stats``; for an index whose summary
     has ``bounds`` (PolyDom) also ``bounds`` and ``ranges`` (per range its interval and skyline:
     features, accuracy, key, cost at the range's start, ``std_error`` when the set has one, and
     ``measured``, the measured score, when the index ranks by a fit of the scores); for one whose
@@ -43,6 +57,7 @@ def describe_index(index) -> dict:
 
     summary = index.summary()
     details = summary["details"]
+    sources = _feature_modules(index)
     store = store_of(index)
     lo, hi = index.domain
     info = {
@@ -52,7 +67,8 @@ def describe_index(index) -> dict:
         "domain": [lo, jsonable_float(hi)],
         "counts": {"features": len(summary["features"]), "explored": summary["trained"]},
         "features": [
-            {"name": name, "coefficients": list(curve.coefficients), "cost": str(curve.expression())}
+            {"name": name, "coefficients": list(curve.coefficients), "cost": str(curve.expression()),
+             **({"module": sources[name]} if name in sources else {})}
             for name, curve in zip(index.features, index.costs)
         ],
     }
@@ -87,6 +103,9 @@ def _format_inspect(info: dict, max_ranges: int | None) -> str:
         f"counts         {counts}",
         "",
         "features",
+        table(["name", "cost (seconds at size n)", "module"],
+              [[f["name"], f["cost"], f.get("module", "")] for f in info["features"]])
+        if any("module" in f for f in info["features"]) else
         table(["name", "cost (seconds at size n)"], [[f["name"], f["cost"]] for f in info["features"]]),
     ]
 

@@ -1,7 +1,7 @@
 """``polydom recost PATH``: re-measure a saved classifier's feature costs on this machine and
 republish it, without training anything.
 
-The features are timed on images from ``--images DIR`` (PNG, JPEG, BMP, TIFF; read with Pillow)
+The features are timed on images from ``--images DIR`` (PNG, JPEG, BMP, TIFF, WebP; read with Pillow)
 or, by default, on a few of the embedded digits, resized to the sides used at fit time (or
 ``--sides``). The index is rebuilt from its stored accuracies and models
 (:meth:`CostSensitiveClassifier.recost`) and published as a new version at ``PATH`` (or
@@ -11,15 +11,11 @@ or, by default, on a few of the embedded digits, resized to the sides used at fi
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from .text import comma_separated_ints
 
-__all__ = ["configure", "run", "read_images"]
-
-_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff")
-
+__all__ = ["configure", "run"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a classifier saved with CostSensitiveClassifier.save (or polydom demo's OUT/index)")
@@ -28,22 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="square sides to time at (default: those of the fit)")
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per feature, image and side")
     parser.add_argument("--out", default=None, help="publish here instead of back to PATH")
-
-
-def read_images(directory) -> list:
-    """Every image file in ``directory`` (sorted by name) as a uint8 array, grey or RGB."""
-    import numpy as np
-    from PIL import Image
-
-    names = sorted(n for n in os.listdir(directory) if n.lower().endswith(_EXTENSIONS))
-    if not names:
-        raise ValueError(f"no image files ({', '.join(_EXTENSIONS)}) in {directory}")
-    images = []
-    for name in names:
-        with Image.open(os.path.join(directory, name)) as im:
-            im = im.convert("L") if im.mode in ("1", "L", "I", "I;16", "F", "P", "LA") else im.convert("RGB")
-            images.append(np.asarray(im, dtype=np.uint8))
-    return images
+    parser.add_argument("--feature-modules", default="", metavar="M1,M2",
+                        help="modules trusted to define the index's custom features (imported to find them)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,10 +33,13 @@ def run(args: argparse.Namespace) -> int:
 
     from polydom.classifier.estimator import CostSensitiveClassifier
 
-    clf = CostSensitiveClassifier.load(args.path)
+    modules = [m.strip() for m in args.feature_modules.split(",") if m.strip()]
+    clf = CostSensitiveClassifier.load(args.path, feature_modules=modules)
     clf.set_params(progress=None)
     if args.images is not None:
-        images = read_images(args.images)
+        from polydom.featurizers.sources import read_image_folder
+
+        images = read_image_folder(args.images)
     else:
         side = max(clf.timing_sides_)
         images, _, _ = load_digits_images(sides=(side,), n_per_class=1)

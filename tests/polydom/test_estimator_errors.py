@@ -53,8 +53,13 @@ def test_a_bare_array_is_not_taken_for_a_list_of_rows(fitted, digits):
     images, labels = digits
     with pytest.raises(ValueError, match="wrap a single image in a list"):
         fitted.predict(images[0])
-    with pytest.raises(TypeError, match="sequence of images"):
+    with pytest.raises(ValueError, match="got one file path; wrap a single image in a list"):
         fitted.predict("cat.png")
+    rgb = np.zeros((135, 90, 3), dtype=np.uint8)  # not a stack of 135 images 3 pixels wide
+    with pytest.raises(ValueError, match=r"one image array of shape \(135, 90, 3\); wrap"):
+        fitted.predict(rgb)
+    with pytest.raises(TypeError, match="sequence of images"):
+        fitted.predict(42)
 
 
 @pytest.mark.parametrize("budget, message", [

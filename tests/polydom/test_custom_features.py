@@ -1,0 +1,157 @@
+"""Custom features travel with the index: a fresh process finds one only in a module it trusts by
+name, refuses one whose source changed, and ``polydom recost`` re-times it."""
+
+import importlib
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import polydom
+from polydom.featurizers import REGISTRY, unregister_feature
+from polydom.featurizers.datasets import load_digits_images
+from polydom.featurizers.provenance import FeatureSource, FeatureSourceError, load_features, source_of
+
+MODULE = "polydom_travel_features"
+SOURCE = textwrap.dedent('''
+    """Custom features of the travel test."""
+    import numpy as np
+    import polydom
+
+
+    @polydom.feature(dimension=2)
+    def brightness(image):
+        "Mean and spread of the grey levels."
+        image = np.asarray(image, dtype=float)
+        return [image.mean(), image.std()]
+''')
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, fast_params):
+    """A classifier fitted with a custom feature and saved; the feature's module on a path of its own."""
+    root = tmp_path_factory.mktemp("travel")
+    (root / "code").mkdir()
+    (root / "code" / f"{MODULE}.py").write_text(SOURCE)
+    sys.path.insert(0, str(root / "code"))
+    try:
+        importlib.import_module(MODULE)
+        images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
+        clf = polydom.CostSensitiveClassifier(features=["thumbnail", "brightness"], **fast_params)
+        clf.fit(images, labels)
+        clf.save(root / "index")
+        served = [im for im in images if im.shape[0] == 16][:12]  # one size: they stack into one array
+        expected = clf.predict(served).tolist()
+    finally:
+        sys.path.remove(str(root / "code"))
+        sys.modules.pop(MODULE, None)
+        unregister_feature("brightness")
+    return root, served, expected
+
+
+def _fresh(root, code: str, subprocess_env) -> subprocess.CompletedProcess:
+    env = {**subprocess_env, "PYTHONPATH": str(root / "code")}
+    return subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(code)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_a_fresh_process_loads_the_feature_only_from_a_trusted_module(saved, subprocess_env):
+    root, images, expected = saved
+    np.save(root / "images.npy", np.stack(images))
+    untrusted = _fresh(root, f"""
+        import polydom
+        try:
+            polydom.CostSensitiveClassifier.load("index")
+        except polydom.FeatureSourceError as error:
+            print("refused:", error)
+        import sys
+        print("imported:", {MODULE!r} in sys.modules)
+    """, subprocess_env)
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert f"feature 'brightness' is defined in module '{MODULE}'" in untrusted.stdout
+    assert f"feature_modules=['{MODULE}']" in untrusted.stdout and "imported: False" in untrusted.stdout
+
+    trusted = _fresh(root, f"""
+        import json
+        import numpy as np
+        import polydom
+        clf = polydom.CostSensitiveClassifier.load("index", feature_modules=[{MODULE!r}])
+        print(json.dumps(clf.predict(list(np.load("images.npy"))).tolist()))
+    """, subprocess_env)
+    assert trusted.returncode == 0, trusted.stderr
+    assert json.loads(trusted.stdout.strip().splitlines()[-1]) == expected
+
+
+def test_a_changed_source_is_refused(saved, subprocess_env, tmp_path):
+    root, _, _ = saved
+    changed = tmp_path / "code"
+    changed.mkdir()
+    (changed / f"{MODULE}.py").write_text(SOURCE.replace("Mean and spread", "Mean and deviation"))
+    proc = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(f"""
+        import polydom
+        try:
+            polydom.CostSensitiveClassifier.load({str(root / 'index')!r}, feature_modules=[{MODULE!r}])
+        except polydom.FeatureSourceError as error:
+            print("refused:", error)
+    """)], cwd=tmp_path, env={**subprocess_env, "PYTHONPATH": str(changed)}, capture_output=True, text=True,
+        timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert f"the source of module '{MODULE}', which defines feature 'brightness', changed" in proc.stdout
+
+
+def test_recost_and_inspect_work_with_the_custom_feature(saved, subprocess_env, tmp_path):
+    root, _, _ = saved
+    env = {**subprocess_env, "PYTHONPATH": str(root / "code")}
+    out = tmp_path / "recosted"
+    proc = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "recost", str(root / "index"), "--repeats", "1",
+                           "--feature-modules", MODULE, "--out", str(out)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing was trained" in proc.stderr and "brightness" in proc.stdout
+    refused = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "recost", str(root / "index")],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1 and "--feature-modules" in refused.stderr
+    shown = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "inspect", str(out), "--json"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    modules = {f["name"]: f.get("module") for f in json.loads(shown.stdout)["features"]}
+    assert modules == {"thumbnail": "polydom.featurizers.image_features", "brightness": MODULE}
+
+
+def test_sources_of_built_in_features_need_no_trust_and_a_stranger_is_refused():
+    thumbnail = source_of(REGISTRY["thumbnail"])
+    assert thumbnail.builtin and load_features([thumbnail]) == [REGISTRY["thumbnail"]]
+    stranger = FeatureSource("nowhere_feature", "no_such_module_here", "f", "0" * 64)
+    with pytest.raises(FeatureSourceError, match="no_such_module_here"):
+        load_features([stranger])
+    with pytest.raises(FeatureSourceError, match="importing module 'no_such_module_here' failed"):
+        load_features([stranger], trusted_modules=["no_such_module_here"])
+    with pytest.raises(ValueError, match="four strings"):
+        FeatureSource.from_json({"name": "x"})
+
+
+def test_the_decorator_registers_and_a_reload_replaces_its_own_feature():
+    @polydom.feature(name="travel_probe", dimension=1)
+    def probe(image):
+        return [float(np.asarray(image).max())]
+
+    try:
+        assert REGISTRY["travel_probe"] is probe and probe(np.ones((8, 8))).tolist() == [1.0]
+
+        @polydom.feature(name="travel_probe", dimension=1)
+        def probe(image):  # noqa: F811 - the same module and name: a reload
+            return [0.0]
+
+        assert REGISTRY["travel_probe"] is probe
+
+        def other(image):
+            return [1.0]
+
+        other.__qualname__ = "elsewhere"
+        with pytest.raises(ValueError, match="already registered"):
+            polydom.feature(name="travel_probe")(other)
+    finally:
+        unregister_feature("travel_probe")
