@@ -43,7 +43,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         with shrinkage, logistic regression). Linear classifiers (behind ``StandardScaler``)
         are served through a lean numpy path.
     budget : float, optional
-        Default seconds of feature extraction per image. ``None``: no limit.
+        Default seconds per image's answer (decoding, for files and bytes, and feature
+        extraction). ``None``: no limit.
     cv : int or cross-validation splitter, default 5
         Folds for each feature set's score. An int gives stratified k-fold, grouped by ``groups``
         when ``fit`` gets them (keep renderings of one picture in one fold).
@@ -189,9 +190,11 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        images : sequence of array_like
+        images : sequence of images
             Training images: ``(H, W)``, ``(H, W, 3)`` or ``(H, W, 4)`` arrays of dtype bool,
-            uint8, uint16 or float in ``[0, 1]``, at least 8 pixels a side; sizes may differ.
+            uint8, uint16 or float in ``[0, 1]``, at least 8 pixels a side (sizes may differ), PIL
+            images, file paths or encoded bytes. Encoded ones are decoded and timed: their
+            decode times fit the cost curve serving checks before decoding.
         y : array_like of shape (n_images,)
             Class labels.
         groups : array_like of shape (n_images,), optional
@@ -421,10 +424,11 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        images : sequence of array_like
+        images : sequence of images
+            Arrays, PIL images, file paths or encoded bytes, mixed as they come.
         budget : float or array_like of shape (n_images,), optional
-            Seconds of feature extraction allowed per image; default the ``budget`` parameter
-            (``None``: no limit).
+            Seconds allowed per image: decoding (for a path or bytes) and feature extraction;
+            default the ``budget`` parameter (``None``: no limit).
         total_budget : float, optional
             Seconds for the whole batch instead (not with ``budget``; the ``budget`` parameter
             does not apply): planned before any feature is computed, then re-planned with the time

@@ -112,7 +112,8 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
 
 
 def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float],
-               mode: str = "select", cpu_seconds: np.ndarray | None = None) -> GridResult:
+               mode: str = "select", cpu_seconds: np.ndarray | None = None,
+               decode_seconds: np.ndarray | None = None) -> GridResult:
     """Serve every item of a precomputed feature matrix at every budget.
 
     Parameters
@@ -132,6 +133,11 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     cpu_seconds : ndarray of shape (n_items, n_features), optional
         The same calls' CPU times, replayed to the serving guards as serving's thread clock
         would report them.
+    decode_seconds : ndarray of shape (n_items,), optional
+        Each item came encoded and took this long to decode. Replayed as serving decodes
+        (:meth:`~polydom.classifier.serving.ServingPlanner.serve`): only where the planner's
+        guarded decode curve fits the budget, the walk getting what the decode leaves, the
+        decode counted in the measured time; otherwise nothing is computed.
 
     Returns
     -------
@@ -153,13 +159,21 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     served = np.zeros((k, n), dtype=np.int64)
     columns = clf.feature_columns_
     positions = {name: j for j, name in enumerate(clf.feature_names_)}
+    decode = getattr(planner, "decode", None)
     for b, budget in enumerate(budgets):
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
-            choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), float(budget),
+            spent, left = 0.0, float(budget)
+            if decode_seconds is not None:
+                if decode is None or decode.guard * decode.curve(float(sizes[i])) <= left:
+                    spent = float(decode_seconds[i])
+                    left = max(left - spent, 0.0)
+                else:
+                    left = 0.0
+            choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), left,
                                       X[i], columns, mode, planner.serving_guards, speculate,
                                       None if cpu_seconds is None else cpu_seconds[i])
-            keys[i], measured[b, i] = choice.key, choice.cost
+            keys[i], measured[b, i] = choice.key, choice.cost + spent
         served[b] = keys
         for key in np.unique(keys):
             rows = np.flatnonzero(keys == key)
