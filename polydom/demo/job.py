@@ -25,13 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .data import DemoData, load_demo_data, size_ranges
+from .data import load_demo_data, size_ranges
+from .variants import BACKENDS, DEFAULT
 
-__all__ = ["DemoSettings", "DemoResult", "demo_settings", "run_demo", "BACKENDS"]
-
-#: The backends the demo fits, by name: constructor changes from the defaults.
-BACKENDS = {"PolyDom": {}, "Greedy": {"backend": "greedy"}}
-
+__all__ = ["DemoSettings", "DemoResult", "demo_settings", "run_demo"]
 
 @dataclass(frozen=True)
 class DemoSettings:
@@ -96,10 +93,10 @@ class DemoResult:
     fit_seconds: dict
     fit_stats: dict
     index_bytes: int
-    replayed: dict  # backend -> Served
-    real: Served  # PolyDom (loaded) on the items in ``real_items``
+    replayed: dict  # variant -> Served
+    real: dict  # PolyDom variant -> Served, on the items in ``real_items``
     real_items: np.ndarray  # positions among the held-out items
-    real_wall: np.ndarray  # (n_budgets, len(real_items)): seconds of each whole answer
+    real_wall: dict  # PolyDom variant -> (n_budgets, len(real_items)) seconds of each whole answer
     lookup_seconds: float
     round_trip: bool
     decode_seconds: np.ndarray | None = None  # each held-out image's decode, where they came encoded
@@ -187,8 +184,9 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
     for name, changes in BACKENDS.items():
         _log(f"fitting {name}")
         clf = polydom.CostSensitiveClassifier(
-            features=list(settings.features), selection=polydom.Selection(**changes), cache_dir=cache,
-            n_jobs=n_jobs, random_state=random_state, progress=progress)
+            features=list(settings.features), selection=polydom.Selection(**changes.get("selection", {})),
+            serving=polydom.Serving(**changes.get("serving", {})), cache_dir=cache, n_jobs=n_jobs,
+            random_state=random_state, progress=progress)
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", polydom.PolydomWarning)  # the fit stats keep the tallies
@@ -203,7 +201,7 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
 
     t = time.perf_counter()
     index_dir = os.path.join(out, "index")
-    fitted["PolyDom"].save(index_dir)
+    fitted[DEFAULT].save(index_dir)
     loaded = polydom.CostSensitiveClassifier.load(index_dir)
     index_bytes = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(index_dir) for f in files)
     stages["save and load"] = time.perf_counter() - t
@@ -220,7 +218,8 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
     t = time.perf_counter()
     budgets = np.asarray(settings.budgets, dtype=float)
     replayed, keys = {}, {}
-    for name, clf in (("PolyDom", loaded), ("Greedy", fitted["Greedy"]), ("PolyDom, before saving", fitted["PolyDom"])):
+    serving = {**fitted, DEFAULT: loaded}  # the default served as deployed: from the index on disk
+    for name, clf in [*serving.items(), ("before saving", fitted[DEFAULT])]:
         # A server learns its guards from the requests it serves; here from the replayed ones.
         grid = serve_grid(_Replayable(clf, clf.server().planner), held.X, held.seconds, sizes, y_test, budgets,
                           cpu_seconds=held.cpu_seconds, decode_seconds=decode_seconds)
@@ -229,16 +228,19 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
         used = [[tuple(n for j, n in enumerate(names) if key >> j & 1) for key in row] for row in grid.keys]
         replayed[name], keys[name] = Served(grid.correct & ~late, late, used), grid.keys
     # The index loaded from disk serves exactly what the fitted classifier served.
-    round_trip = bool(np.array_equal(keys["PolyDom"], keys.pop("PolyDom, before saving")))
-    replayed.pop("PolyDom, before saving")
+    round_trip = bool(np.array_equal(keys[DEFAULT], keys.pop("before saving")))
+    replayed.pop("before saving")
     stages["serve, replayed"] = time.perf_counter() - t
 
     t = time.perf_counter()
     rng = np.random.default_rng(random_state + 1)
     real_items = np.sort(np.concatenate([rng.permutation(np.flatnonzero(ranges == r))[:settings.real_per_range]
                                          for r in range(len(range_names))]))
-    real, real_wall = _serve_for_real(loaded.server(), [test_images[i] for i in real_items], y_test[real_items],
-                                      budgets)
+    real, real_wall = {}, {}
+    for name, clf in serving.items():
+        if name.startswith(DEFAULT):
+            real[name], real_wall[name] = _serve_for_real(clf.server(), [test_images[i] for i in real_items],
+                                                          y_test[real_items], budgets)
     stages["serve, for real"] = time.perf_counter() - t
 
     q = rng.integers(len(sizes), size=2000)

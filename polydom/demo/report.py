@@ -1,8 +1,10 @@
 """The demo's report: a recommendation first, then the evidence behind it.
 
-Accuracies are *on time*: an answer whose measured extraction time exceeded its budget counts as
-wrong. Standard errors are over held-out pictures (:mod:`polydom.demo.stats`); PolyDom and
-Greedy answer the same items, so they are compared paired.
+Accuracies are *on time*: an answer whose measured time exceeded its budget counts as wrong.
+Standard errors are over held-out pictures (:mod:`polydom.demo.stats`); the variants answer the
+same items, so they are compared paired. The recommended variant is the default unless another is
+significantly more accurate on time on the mean over budgets (:func:`best_variant`); the report
+names the budgets where another is significantly better.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import datetime
 import numpy as np
 
 from . import stats
+from .variants import DEFAULT, SETTINGS_CODE
 from .markdown import ms, pct, table
 
-__all__ = ["write_report", "recommendation"]
+__all__ = ["write_report", "recommendation", "best_variant", "late_gaps"]
 
 #: Replayed and real late shares that differ by more than this are called out.
 LATE_GAP = 0.02
@@ -25,52 +28,77 @@ def _budget(seconds: float) -> str:
     return f"{ms(seconds)} ms" if seconds < 1 else f"{seconds:g} s"
 
 
+def best_variant(r) -> str:
+    """The default, unless another variant is more accurate on time on the mean over budgets
+    (replayed) by more than two paired standard errors; then the most accurate of those."""
+    default = r.replayed[DEFAULT].correct
+    better = [name for name, other in r.replayed.items() if name != DEFAULT
+              and (d := stats.overall_difference(other.correct, default, r.held_out_pictures)).value > 0
+              and d.significant()]
+    return max(better, key=lambda name: r.replayed[name].correct.mean()) if better else DEFAULT
+
+
+def _label(name: str) -> str:
+    return "PolyDom, the default" if name == DEFAULT else f"{name} ({SETTINGS_CODE[name]})"
+
+
 def recommendation(r) -> list[str]:
-    """Which backend to use at which budgets, what it costs, and how often it was late."""
+    """Which variant to use at which budgets, what it costs, and how often it was late."""
     budgets = r.settings.budgets
-    polydom, greedy = r.replayed["PolyDom"], r.replayed["Greedy"]
-    diffs = stats.difference(polydom.correct, greedy.correct, r.held_out_pictures)
-    behind = [b for b, d in zip(budgets, diffs) if d.value < 0 and d.significant()]
-    ahead = [b for b, d in zip(budgets, diffs) if d.value > 0 and d.significant()]
-    acc = stats.accuracy(polydom.correct, r.held_out_pictures)
-    fit_p, fit_g = r.fit_seconds["PolyDom"], r.fit_seconds["Greedy"]
-    lines = []
+    best = best_variant(r)
+    chosen = r.replayed[best]
+    behind = {}  # budget -> the variants significantly ahead of the recommended one there
+    for name, other in r.replayed.items():
+        if name == best:
+            continue
+        for b, d in zip(budgets, stats.difference(chosen.correct, other.correct, r.held_out_pictures)):
+            if d.value < 0 and d.significant():
+                behind.setdefault(b, []).append(name)
+    span = f"from {_budget(budgets[0])} to {_budget(budgets[-1])}"
     if not behind:
-        lines.append(f"**Use PolyDom, the default, at every budget from {_budget(budgets[0])} to "
-                     f"{_budget(budgets[-1])}.** It is never significantly behind Greedy on time, and ahead at "
-                     f"{len(ahead)} of {len(budgets)} budgets"
-                     + (f" ({', '.join(_budget(b) for b in ahead)})." if ahead else "."))
+        lines = [f"**Use {_label(best)}, at every budget {span}.** No other variant is significantly more "
+                 "accurate on time at any budget."]
     else:
-        lines.append(f"**Use PolyDom, the default, except at {', '.join(_budget(b) for b in behind)}**, where "
-                     f"Greedy is significantly more accurate on time; PolyDom is ahead at {len(ahead)} of "
-                     f"{len(budgets)} budgets.")
-    lines.append(f"On time, PolyDom answers {acc[0].value:.2f} of the images correctly at {_budget(budgets[0])} "
-                 f"and {acc[-1].value:.2f} at {_budget(budgets[-1])} (chance: {r.chance:.2f}).")
-    lines.append(f"The cost: PolyDom's fit took {fit_p:.0f} s, Greedy's {fit_g:.0f} s "
-                 f"(PolyDom trained {_trained(r.fit_stats['PolyDom'])}). The index is "
-                 f"{r.index_bytes / 1e6:.1f} MB on disk; a lookup takes {r.lookup_seconds * 1e6:.1f} µs.")
-    worst_replayed = float(polydom.late.mean(axis=1).max())
-    worst_real = float(r.real.late.mean(axis=1).max())
-    lines.append(f"Late answers: at most {pct(worst_replayed)}% of the images at any budget on the replayed "
-                 f"clock, at most {pct(worst_real)}% served for real ({r.real.late.shape[1]} images per budget).")
-    gaps = late_gaps(r)
-    if gaps:
-        n = r.real.late.shape[1]
-        lines.append("**The replayed and real passes disagree on late answers** at " + "; ".join(
-            f"{_budget(b)} ({pct(rep)}% replayed, {pct(real)}% real: {round(real * n)} of {n})"
-            for b, rep, real in gaps)
-            + ". The real pass times each answer as a service would; plan with it.")
-    else:
-        lines.append(f"The replayed and real passes agree on late answers within {pct(LATE_GAP)} points at "
-                     "every budget.")
+        where = "; ".join(f"{_budget(b)} ({', '.join(names)})" for b, names in behind.items())
+        lines = [f"**Use {_label(best)}, except at {where}**, where the variant named is significantly more "
+                 "accurate on time."]
+    acc = stats.accuracy(chosen.correct, r.held_out_pictures)
+    others = ", ".join(f"{name} {r.replayed[name].correct.mean():.3f}" for name in r.replayed if name != best)
+    lines.append(f"On time it answers {acc[0].value:.2f} of the images correctly at {_budget(budgets[0])} and "
+                 f"{acc[-1].value:.2f} at {_budget(budgets[-1])} (chance: {r.chance:.2f}); on the mean over "
+                 f"budgets {chosen.correct.mean():.3f}, against {others}.")
+    fits = ", ".join(f"{name} {sec:.0f} s" for name, sec in r.fit_seconds.items())
+    lines.append(f"The cost: fit wall time {fits} (the default trained {_trained(r.fit_stats[DEFAULT])}; later "
+                 f"fits reuse its cache). The default's index is {r.index_bytes / 1e6:.1f} MB on disk; a lookup "
+                 f"takes {r.lookup_seconds * 1e6:.1f} µs.")
+    if best in r.real:
+        n = r.real[best].late.shape[1]
+        lines.append(f"Late answers of {best}: at most {pct(_worst_cell(r, chosen.late))}% of a size range's images "
+                     f"at any budget on the replayed clock, at most {pct(_worst_cell(r, r.real[best].late, real=True))}% "
+                     f"served for real ({n} images per budget).")
+        gaps = late_gaps(r, best)
+        if gaps:
+            lines.append("**The replayed and real passes disagree on late answers** at " + "; ".join(
+                f"{_budget(b)} ({pct(rep)}% replayed, {pct(real)}% real: {round(real * n)} of {n})"
+                for b, rep, real in gaps) + ". The real pass times each answer as a service would; plan with it.")
+        else:
+            lines.append(f"The replayed and real passes agree on late answers within {pct(LATE_GAP)} points at "
+                         "every budget.")
     return lines
 
 
-def late_gaps(r) -> list[tuple[float, float, float]]:
-    """``(budget, replayed late share, real late share)`` on the items served both ways, where the
-    two differ by more than :data:`LATE_GAP`."""
-    replayed = r.replayed["PolyDom"].late[:, r.real_items].mean(axis=1)
-    real = r.real.late.mean(axis=1)
+def _worst_cell(r, late: np.ndarray, real: bool = False) -> float:
+    """The largest late share of any (size range, budget) cell."""
+    ranges = r.ranges[r.real_items] if real else r.ranges
+    return max(float(late[:, ranges == k].mean(axis=1).max()) for k in range(len(r.range_names))
+               if (ranges == k).any())
+
+
+def late_gaps(r, name: str = DEFAULT) -> list[tuple[float, float, float]]:
+    """``(budget, replayed late share, real late share)`` of variant ``name`` on the items served
+    both ways, where the two differ by more than :data:`LATE_GAP`."""
+    replayed = r.replayed[name].late[:, r.real_items].mean(axis=1)
+    real = r.real[name].late.mean(axis=1)
     return [(b, float(a), float(c)) for b, a, c in zip(r.settings.budgets, replayed, real) if abs(a - c) > LATE_GAP]
 
 
@@ -82,13 +110,13 @@ def _trained(fit_stats: dict) -> str:
     return f"{fully} feature sets fully of {screened} scored"
 
 
-def served_sets(r, budget_positions) -> str:
-    """The set PolyDom served most often per size range, at each of ``budget_positions``."""
-    served = r.replayed["PolyDom"].features
+def served_sets(r, name: str, budget_positions) -> str:
+    """The set variant ``name`` served most often per size range, at each of ``budget_positions``."""
+    served = r.replayed[name].features
     rows = []
-    for name_i, name in enumerate(r.range_names):
+    for name_i, range_name in enumerate(r.range_names):
         items = np.flatnonzero(r.ranges == name_i)
-        row = [name]
+        row = [range_name]
         for b in budget_positions:
             counts = collections.Counter(served[b][i] for i in items)
             features, n = counts.most_common(1)[0]
@@ -99,38 +127,42 @@ def served_sets(r, budget_positions) -> str:
 
 
 def cells(r) -> str:
-    """On-time accuracy per (size range, budget), both backends, with late shares."""
+    """On-time accuracy per (size range, budget) of every variant, and the PolyDom variants' late shares."""
+    names = list(r.replayed)
+    polydoms = [n for n in names if n.startswith(DEFAULT)]
     rows = []
-    for name_i, name in enumerate(r.range_names):
-        items = np.flatnonzero(r.ranges == name_i)
+    for k, range_name in enumerate(r.range_names):
+        items = np.flatnonzero(r.ranges == k)
         pictures = r.held_out_pictures[items]
-        p = stats.accuracy(r.replayed["PolyDom"].correct[:, items], pictures)
-        g = stats.accuracy(r.replayed["Greedy"].correct[:, items], pictures)
-        d = stats.difference(r.replayed["PolyDom"].correct[:, items], r.replayed["Greedy"].correct[:, items],
-                             pictures)
-        late = r.replayed["PolyDom"].late[:, items].mean(axis=1)
+        acc = {n: stats.accuracy(r.replayed[n].correct[:, items], pictures) for n in names}
+        late = {n: r.replayed[n].late[:, items].mean(axis=1) for n in polydoms}
         for b, budget in enumerate(r.settings.budgets):
-            mark = "**" if d[b].significant() else ""
-            rows.append([name, _budget(budget), len(items), p[b].text(), g[b].text(),
-                         f"{mark}{d[b].text(signed=True)}{mark}", pct(late[b])])
-    return table(["size", "budget", "items", "PolyDom", "Greedy", "PolyDom − Greedy", "PolyDom late %"], rows)
+            top = max(acc[n][b].value for n in names)
+            rows.append([range_name, _budget(budget), len(items)]
+                        + [("**" + acc[n][b].text() + "**") if acc[n][b].value == top else acc[n][b].text()
+                           for n in names]
+                        + [pct(late[n][b]) for n in polydoms])
+    return table(["size", "budget", "items", *names, *[f"late % ({n})" for n in polydoms]], rows)
 
 
 def late_table(r) -> str:
-    """Per (size range, budget): late shares replayed and real on the same items, and the real
-    answers' whole wall time."""
-    replayed = r.replayed["PolyDom"].late[:, r.real_items]
+    """Per (size range, budget): each PolyDom variant's late share replayed and real on the same
+    items, and its real answers' slowest wall time."""
+    names = list(r.real)
     ranges = r.ranges[r.real_items]
     rows = []
-    for name_i, name in enumerate(r.range_names):
-        cols = np.flatnonzero(ranges == name_i)
+    for k, range_name in enumerate(r.range_names):
+        cols = np.flatnonzero(ranges == k)
         for b, budget in enumerate(r.settings.budgets):
-            wall = r.real_wall[b, cols]
-            rows.append([name, _budget(budget), len(cols), pct(replayed[b, cols].mean()),
-                         pct(r.real.late[b, cols].mean()), ms(float(np.median(wall))), ms(float(np.max(wall))),
-                         f"{r.real.correct[b, cols].mean():.2f}"])
-    return table(["size", "budget", "items", "late % replayed", "late % real", "median answer (ms)",
-                  "slowest answer (ms)", "on time, real"], rows)
+            row = [range_name, _budget(budget), len(cols)]
+            for n in names:
+                row += [pct(r.replayed[n].late[b, r.real_items[cols]].mean()), pct(r.real[n].late[b, cols].mean()),
+                        ms(float(np.max(r.real_wall[n][b, cols])))]
+            rows.append(row)
+    header = ["size", "budget", "items"]
+    for n in names:
+        header += [f"{n}: late % replayed", "late % real", "slowest answer (ms)"]
+    return table(header, rows)
 
 
 def decoding(r) -> str:
@@ -156,32 +188,36 @@ def write_report(path, r) -> str:
     n_budgets = len(s.budgets)
     picks = sorted({0, n_budgets // 2, n_budgets - 1})
     fit = "; ".join(f"{name} {sec:.1f} s" for name, sec in r.fit_seconds.items())
+    best = best_variant(r)
+    n_real = len(r.real_items)
     parts = [
         f"# polydom demo: {s.dataset}\n",
         f"{r.n_train} training images, {len(r.held_out_sizes)} held out; features {', '.join(s.features)}; "
         f"budgets {', '.join(_budget(b) for b in s.budgets)} "
         + ("per image's whole answer, decoding its JPEG file included. " if s.encoded
            else "of feature extraction per image. ") +
+        f"Variants: {'; '.join(f'{n} ({SETTINGS_CODE[n]})' for n in r.replayed)}. "
         f"Written {datetime.date.today().isoformat()} on {r.machine} in {r.wall_seconds:.0f} s.\n",
         "## Recommendation\n",
         "\n\n".join(recommendation(r)) + "\n",
-        "## What PolyDom served, by image size\n",
+        f"## What {best} served, by image size\n",
         "The feature set served most often in each size range (share of the range's images):\n",
-        served_sets(r, picks) + "\n",
+        served_sets(r, best, picks) + "\n",
         "## Accuracy on time\n",
         "Replayed clock: each held-out image's features were computed and timed once, one image at a "
         "time, and every request replays those times. A late answer counts as wrong. ± one standard "
-        "error over pictures; the difference is paired, in bold where it exceeds two standard errors.\n",
+        "error over pictures; the best of each row in bold.\n",
         cells(r) + "\n",
         "## Late answers, replayed and real\n",
-        f"{r.real.late.shape[1]} held-out images ({s.real_per_range} per size range) were served again at "
-        "every budget through the index loaded from disk, their features computed now. *Late* means the "
-        "measured extraction" + (", decoding included," if s.encoded else "") + " exceeded the budget; the "
-        "answer's wall time adds the lookup, the prediction and Python's overhead.\n",
+        f"{n_real} held-out images ({s.real_per_range} per size range at most) were served again at every "
+        "budget by each PolyDom variant (the default through the index loaded from disk), their features "
+        "computed now. *Late* means the measured extraction" + (", decoding included," if s.encoded else "")
+        + " exceeded the budget; the answer's wall time adds the lookup, the prediction and Python's "
+        "overhead.\n",
         late_table(r) + "\n",
         decoding(r),
         "## Fit and deploy\n",
-        f"Fit wall time: {fit}. The PolyDom index was saved to `index/` and loaded back; "
+        f"Fit wall time: {fit}. The default's index was saved to `index/` and loaded back; "
         + ("the loaded index served exactly the sets the fitted classifier served."
            if r.round_trip else "**the loaded index served other sets than the fitted classifier.**") + "\n",
         table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in r.stages.items()]) + "\n",
