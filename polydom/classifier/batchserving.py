@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from polydom.featurizers.sources import as_array, header_shape, is_encoded
+
 from .batchaccount import BatchAccount, BatchSpend, check_total_budget
-from .inputs import check_images
+from .inputs import as_image_list
 from .serving import Explanation
 
 __all__ = ["BatchExplanations", "BatchServer", "BatchSpend"]
@@ -66,9 +68,13 @@ class BatchServer:
         """``(account, items)``: the batch planned, then each item served lazily as
         ``(budget, predicted cost, Served)`` and booked."""
         total = check_total_budget(total_budget)  # named before any image is looked at
-        arrays = check_images(images)
+        # Files and bytes stay encoded, sized from their headers: each is decoded when served,
+        # inside the time its item gets, as a single request decodes (ServingPlanner.serve).
+        arrays = [image if is_encoded(image) else as_array(image, index=i)
+                  for i, image in enumerate(as_image_list(images))]
+        sizes = [_pixels(image, i) for i, image in enumerate(arrays)]
         index = self.planner.index
-        account = BatchAccount(index, [a.shape[0] * a.shape[1] for a in arrays], total, **self.options)
+        account = BatchAccount(index, sizes, total, **self.options)
 
         def items():
             for i, array in enumerate(arrays):
@@ -108,3 +114,9 @@ class BatchServer:
             out.append(Explanation(i, s.size, budget, s.plan.names, float(s.choice.accuracy), float(predicted),
                                    float(s.measured), label, s.steps, s.choice.std_error))
         return BatchExplanations(out, account.summary(), account.plan)
+
+
+def _pixels(image, index: int) -> int:
+    """Pixel count of an array, or of an encoded image from its header."""
+    height, width = header_shape(image, index=index) if is_encoded(image) else image.shape[:2]
+    return int(height) * int(width)

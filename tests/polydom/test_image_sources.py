@@ -109,3 +109,12 @@ def test_the_decode_curve_is_saved_and_loaded(files, tmp_path):
     before, after = clf._state().decode_fit, loaded._state().decode_fit
     assert after.curve == before.curve and after.guard == before.guard
     assert loaded.predict(paths["JPEG"]).tolist() == clf.predict(paths["JPEG"]).tolist()
+
+
+def test_a_batch_decodes_its_files_inside_its_total_budget(files):
+    arrays, paths, _, clf = files
+    expected = clf.predict(arrays[:6], total_budget=10.0).tolist()
+    assert clf.predict(paths["PNG"][:6], total_budget=10.0).tolist() == expected
+    explained = clf.explain(paths["PNG"][:6], total_budget=10.0)
+    assert all(e.steps[0] == ("decode", ()) for e in explained)
+    assert explained.summary.spent >= sum(e.measured_cost for e in explained) * 0.99
