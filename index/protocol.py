@@ -216,7 +216,12 @@ class CostSensitiveIndex(StoredIndex, ABC):
                           ExtrapolationWarning, stacklevel=3)
 
     def cost_of(self, features, size: float) -> float:
-        """Predicted cost of a feature set (names) at ``size``: the sum of its features' curves."""
+        """Predicted cost of a feature set (names) at ``size``: the sum of its features' curves,
+        and of the preparatory steps they need where the index was built with ``requires``
+        (each step once)."""
+        requires = (getattr(self, "params", None) or {}).get("requires")
+        if requires:
+            features = set(features) | {s for f in features for s in requires.get(f, ())}
         row = set_cost_matrix(self.costs, [self.space.mask(features)])[0]
         return horner_scalar(row.tolist()[::-1], float(size))
 

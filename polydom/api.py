@@ -14,6 +14,7 @@ from polydom.lattice import naive_expand_all as _naive_expand_all
 
 from .backends import BACKENDS, backend_spec
 from .expansion import ModelRecorder
+from .steps import UsableSets, check_requires
 
 __all__ = ["build", "naive_expand_all", "validate_costs", "validate_domain", "validate_problem"]
 
@@ -85,6 +86,7 @@ def build(
     cache_key: str | None = None,
     max_expansions: int | None = None,
     progress=None,
+    requires: Mapping[str, Any] | None = None,
     **backend_options,
 ) -> CostSensitiveIndex:
     """Precompute the index that answers "best model within this budget for this size".
@@ -149,6 +151,12 @@ def build(
     progress : callable, optional
         ``progress(trained)`` after each trained set; if it has ``progress.finished(count)``,
         that is called as a screening black box's sets are trained fully.
+    requires : mapping of str to iterable of str, optional
+        Preparatory steps the features share (:mod:`polydom.steps`): each feature's steps, every
+        one an item of ``costs`` with its own curve. A set then pays for the union of its
+        features' steps, once; ``expand`` receives the features whose steps the set holds
+        (never the steps), once per such set; ``lookup`` answers with the steps among the
+        features to compute, and ``cost_of`` adds the steps a set needs.
     **backend_options
         Options of one backend. PolyDom's: ``prefix_chains`` (bool, default True: train the
         prefixes anytime serving falls back to), ``reference_size`` (where chains compare feature
@@ -197,11 +205,18 @@ def build(
         alpha=alpha, e=e, sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, tolerance=tolerance,
         measured_range=measured_range, extrapolate=extrapolate, **backend_options,
     )
+    requires = check_requires(requires, space.names)
+    if requires:
+        expand = UsableSets(expand, requires)
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress,
                              on_finished=getattr(progress, "finished", None))
     try:
-        return spec.build(space, curves, recorder, domain=domain, **{k: v for k, v in offered.items() if k in spec.options})
+        index = spec.build(space, curves, recorder, domain=domain,
+                           **{k: v for k, v in offered.items() if k in spec.options})
+        if requires:  # read by cost_of: a set's cost includes the steps its features need
+            index.params["requires"] = {f: list(steps) for f, steps in requires.items()}
+        return index
     except KeyboardInterrupt:
         recorder.abort()  # Ctrl-C stops the workers' sets too, wherever it landed
         raise

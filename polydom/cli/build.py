@@ -219,8 +219,9 @@ def _build_black_box(obj, args):
             index = polydom.build_progressive(costs, expand, time_budget=args.time_budget, progress=progress,
                                               **common)
         else:
+            requires = _get(obj, "requires")  # a SPEC may name the steps its features share
             index = polydom.build(costs, expand, alpha=args.alpha, backend=args.backend, progress=progress,
-                                  **common, **options)
+                                  **({"requires": requires} if requires is not None else {}), **common, **options)
     except BaseException:
         progress.close(done=False)
         raise
