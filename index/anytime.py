@@ -87,7 +87,8 @@ class FeatureTimeout(PolydomError):
     guard*)."""
 
 
-def chain_order(mask: int, trained: Mapping[int, float], unit_costs: Sequence[float]) -> tuple[int, ...]:
+def chain_order(mask: int, trained: Mapping[int, float], unit_costs: Sequence[float],
+                requires: Mapping[int, int] | None = None) -> tuple[int, ...]:
     """The features of ``mask`` (indices), best accuracy gained per predicted cost first.
 
     Built greedily: from the current prefix ``P``, the next feature ``f`` maximises
@@ -101,6 +102,9 @@ def chain_order(mask: int, trained: Mapping[int, float], unit_costs: Sequence[fl
     trained : mapping of mask to accuracy
     unit_costs : sequence of float
         Each feature's predicted cost at the reference size.
+    requires : mapping of int to int, optional
+        A feature's index to the mask of the preparatory steps it needs (:mod:`polydom.steps`):
+        it comes after them, so a walk computes each step before the features that use it.
     """
     left = [i for i in range(mask.bit_length()) if mask >> i & 1]
     order: list[int] = []
@@ -115,7 +119,8 @@ def chain_order(mask: int, trained: Mapping[int, float], unit_costs: Sequence[fl
                 after = max(here, trained.get(1 << i, base))
             return (after - here) / max(unit_costs[i], 1e-300)
 
-        best = max(left, key=lambda i: (gain(i), -unit_costs[i], -i))
+        ready = [i for i in left if not (requires or {}).get(i, 0) & ~prefix & mask] or left
+        best = max(ready, key=lambda i: (gain(i), -unit_costs[i], -i))
         order.append(best)
         left.remove(best)
         prefix |= 1 << best

@@ -120,13 +120,15 @@ def finish_candidates(index_of, screened: dict, recorder) -> dict:
         finished.update(recorder.finish(todo))
 
 
-def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, unit_costs, finish=None) -> dict:
+def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, unit_costs, finish=None,
+                        requires=None) -> dict:
     """Give every servable set a chain of trained prefixes (see :mod:`polydom.index.anytime`).
 
     ``index_of(trained)`` builds the index over the trained sets; prefixes are trained through
     ``lattice_cache`` (so an expansion cache serves them too) and added to ``trained`` in place;
     with ``finish`` (a screening black box's :func:`finish_candidates` step) they are then
-    trained fully, since anytime serving answers with their models.
+    trained fully, since anytime serving answers with their models. ``requires`` maps a feature's
+    index to the mask of the steps it needs (:func:`~polydom.index.anytime.chain_order`).
     A new prefix can itself become servable; it then inherits its chain's order. The loop ends
     because every round trains only sets it has not seen and there are finitely many.
 
@@ -144,7 +146,7 @@ def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, 
         inherited = {p: order[:k] for order in chains.values() for k, p in enumerate(chain_prefixes(order))}
         for m in missing:
             # Ordered by the scores the index ranks by, as serving ranks the prefixes.
-            chains[m] = inherited.get(m) or chain_order(m, index.explored, unit_costs)
+            chains[m] = inherited.get(m) or chain_order(m, index.explored, unit_costs, requires)
         need = sorted({p for m in missing for p in chain_prefixes(chains[m]) if p not in trained})
         if need:
             trained.update(zip(need, lattice_cache.many(need)))
@@ -169,6 +171,7 @@ def build_polydom(
     measured_range: tuple[float, float] | None = None,
     extrapolate: str = "warn",
     scores: str = "measured",
+    requires=None,
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
 ) -> PolyDomIndex:
@@ -184,8 +187,10 @@ def build_polydom(
         at once), ``recorder.calls`` / ``recorder.reused`` counters and ``recorder.models``.
     domain : (lo, hi)
     alpha, e, sandwich, candidate_alpha, validate, tolerance, prefix_chains, reference_size,
-    measured_range, extrapolate, scores
-        As for ``polydom.build``.
+    measured_range, extrapolate, scores, requires
+        As for ``polydom.build``; ``requires`` (feature name -> step names) only orders the
+        prefix chains, steps before the features that need them (the black box already scores
+        sets by their usable features, :class:`polydom.steps.UsableSets`).
     lattice_cache : ExpansionCache, optional
         Share one across calls (progressive builds lower alpha over the same trained sets).
     started : float, optional
@@ -241,8 +246,9 @@ def build_polydom(
     if prefix_chains:
         before_chains = len(trained)
         size = _reference_size(domain, index.bounds) if reference_size is None else float(reference_size)
+        needs = {space.mask([f]).bit_length() - 1: space.mask(steps) for f, steps in (requires or {}).items()}
         chains = train_prefix_chains(index_of, trained, lattice_cache, [c(size) for c in curves],
-                                     finish=recorder.finish if finishing else None)
+                                     finish=recorder.finish if finishing else None, requires=needs)
         stats.update(chain_sets=len(trained) - before_chains, reference_size=size)
         stats["trained"] = recorder.calls - trained_before
         index = index_of(trained, chains)

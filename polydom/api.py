@@ -208,6 +208,7 @@ def build(
     requires = check_requires(requires, space.names)
     if requires:
         expand = UsableSets(expand, requires)
+        offered["requires"] = requires  # PolyDom orders its prefix chains steps first
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress,
                              on_finished=getattr(progress, "finished", None))

@@ -56,7 +56,7 @@ def _resolve(path: str):
 
 _COMMON_OPTIONS = ("measured_range", "extrapolate")
 _POLYDOM_OPTIONS = ("alpha", "e", "sandwich", "candidate_alpha", "validate", "tolerance", "prefix_chains", "reference_size",
-                    "scores") + _COMMON_OPTIONS
+                    "scores", "requires") + _COMMON_OPTIONS
 _GREEDY_OPTIONS = ("n0", "lambdas") + _COMMON_OPTIONS
 _FIXED_GRID_OPTIONS = ("n0",) + _COMMON_OPTIONS
 _GREEDY_CLASS, _GREEDY_BUILDER = "polydom.greedy.index:GreedyIndex", "polydom.greedy.build:build_greedy"

@@ -72,6 +72,9 @@ def test_two_features_that_share_a_step_cost_less_than_apart_and_the_walk_comput
 
     index.select(1.0, math.inf, compute)
     assert sorted(computed) == ["a", "b", "grey"] and computed.count("grey") == 1
+    # Steps first, although both features are cheaper: each feature finds its step computed.
+    assert computed[0] == "grey"
+    assert all(index.chains[m][0] == 2 for m in index.chains if m & 3)  # bit 2 is grey
 
 
 def test_the_usable_set_of_a_lattice_set_and_bad_requirements():
