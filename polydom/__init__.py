@@ -65,6 +65,7 @@ _EXPORTS = {
     "ModelIntegrityError": ("polydom.index.store", "ModelIntegrityError"),
     "UntrustedModelError": ("polydom.index.store", "UntrustedModelError"),
     "feature": ("polydom.featurizers.registry", "feature"),
+    "keep_freed_memory": ("polydom.memory", "keep_freed_memory"),
     "FeatureSourceError": ("polydom.featurizers.provenance", "FeatureSourceError"),
 }
 

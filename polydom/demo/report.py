@@ -22,6 +22,8 @@ __all__ = ["write_report", "recommendation", "best_variant", "late_gaps"]
 
 #: Replayed and real late shares that differ by more than this are called out.
 LATE_GAP = 0.02
+#: The late share per cell a strict service may ask for; the report names a variant that kept it.
+STRICT_LATE = 0.02
 
 
 def _budget(seconds: float) -> str:
@@ -84,6 +86,14 @@ def recommendation(r) -> list[str]:
         else:
             lines.append(f"The replayed and real passes agree on late answers within {pct(LATE_GAP)} points at "
                          "every budget.")
+        if _worst_cell(r, r.real[best].late, real=True) > STRICT_LATE:
+            strict = [n for n in r.real if _worst_cell(r, r.real[n].late, real=True) <= STRICT_LATE]
+            if strict:
+                n = strict[0]
+                lines.append(f"Where late answers must stay at {pct(STRICT_LATE)}% or below: {n} "
+                             f"({SETTINGS_CODE[n]}) was late in at most "
+                             f"{pct(_worst_cell(r, r.real[n].late, real=True))}% of any cell's real answers, "
+                             f"at {r.replayed[n].correct.mean():.3f} on time on the mean over budgets.")
     return lines
 
 

@@ -113,8 +113,10 @@ def test_the_decode_curve_is_saved_and_loaded(files, tmp_path):
 
 def test_a_batch_decodes_its_files_inside_its_total_budget(files):
     arrays, paths, _, clf = files
-    expected = clf.predict(arrays[:6], total_budget=10.0).tolist()
-    assert clf.predict(paths["PNG"][:6], total_budget=10.0).tolist() == expected
-    explained = clf.explain(paths["PNG"][:6], total_budget=10.0)
+    # A total far above what six small images cost: every item gets its best set, whatever the
+    # machine's load, so files and arrays answer alike.
+    expected = clf.predict(arrays[:6], total_budget=1e4).tolist()
+    assert clf.predict(paths["PNG"][:6], total_budget=1e4).tolist() == expected
+    explained = clf.explain(paths["PNG"][:6], total_budget=1e4)
     assert all(e.steps[0] == ("decode", ()) for e in explained)
-    assert explained.summary.spent >= sum(e.measured_cost for e in explained) * 0.99
+    assert explained.summary.spent == pytest.approx(sum(e.measured_cost for e in explained), rel=0.01)
