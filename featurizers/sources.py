@@ -19,7 +19,7 @@ import numpy as np
 
 from .image_features import validate_image
 
-__all__ = ["is_encoded", "is_pil_image", "header_shape", "decode_image", "as_array", "read_image_folder"]
+__all__ = ["is_encoded", "is_pil_image", "header_shape", "pixel_count", "decode_image", "as_array", "read_image_folder"]
 
 #: PIL modes decoded to grey (``"L"``); every other mode decodes to ``"RGB"``.
 _GREY_MODES = frozenset({"1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F"})
@@ -63,6 +63,12 @@ def header_shape(item, *, index=None) -> tuple[int, int]:
     with _open(item, index) as image:
         width, height = image.size
     return int(height), int(width)
+
+
+def pixel_count(item, *, index=None) -> int:
+    """The item size ``H * W`` of an array, or of an encoded image from its header (nothing decoded)."""
+    height, width = header_shape(item, index=index) if is_encoded(item) else np.shape(item)[:2]
+    return int(height) * int(width)
 
 
 def _pixels(image) -> np.ndarray:

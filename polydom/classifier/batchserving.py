@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polydom.featurizers.sources import as_array, header_shape, is_encoded
+from polydom.featurizers.sources import as_array, is_encoded, pixel_count
 
 from .batchaccount import BatchAccount, BatchSpend, check_total_budget
 from .inputs import as_image_list
@@ -72,7 +72,7 @@ class BatchServer:
         # inside the time its item gets, as a single request decodes (ServingPlanner.serve).
         arrays = [image if is_encoded(image) else as_array(image, index=i)
                   for i, image in enumerate(as_image_list(images))]
-        sizes = [_pixels(image, i) for i, image in enumerate(arrays)]
+        sizes = [pixel_count(image, index=i) for i, image in enumerate(arrays)]
         index = self.planner.index
         account = BatchAccount(index, sizes, total, **self.options)
 
@@ -114,9 +114,3 @@ class BatchServer:
             out.append(Explanation(i, s.size, budget, s.plan.names, float(s.choice.accuracy), float(predicted),
                                    float(s.measured), label, s.steps, s.choice.std_error))
         return BatchExplanations(out, account.summary(), account.plan)
-
-
-def _pixels(image, index: int) -> int:
-    """Pixel count of an array, or of an encoded image from its header."""
-    height, width = header_shape(image, index=index) if is_encoded(image) else image.shape[:2]
-    return int(height) * int(width)

@@ -581,3 +581,9 @@ def fit_decode_cost(samples, *, degree: int = 2) -> "CostFit | None":
     predicted = np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
     guard = max(1.0, float(np.quantile(seconds / predicted, DECODE_GUARD_QUANTILE)))
     return CostFit(DECODE, curve, sizes.astype(np.int64), seconds, 0.5, items, guard=guard)
+
+
+def decode_fits(fit: "CostFit | None", size: float, budget: float) -> bool:
+    """Whether serving decodes an encoded image of ``size`` pixels within ``budget`` seconds: its
+    guarded decode curve fits (always, without a decode fit: the decode is then only measured)."""
+    return fit is None or fit.guard * fit.curve(size) <= budget

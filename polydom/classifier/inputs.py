@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import time
 from collections.abc import Sequence
 
@@ -34,8 +35,8 @@ def as_image_list(images) -> Sequence:
                              f"{_WRAP}")
         return images
     if is_encoded(images) or is_pil_image(images):
-        what = "PIL image" if is_pil_image(images) else "file path" if isinstance(images, str) or hasattr(
-            images, "__fspath__") else "encoded image"
+        what = ("PIL image" if is_pil_image(images) else "file path" if isinstance(images, (str, os.PathLike))
+                else "encoded image")
         raise ValueError(f"images must be a sequence of images, got one {what}; {_WRAP}")
     if not isinstance(images, Sequence):
         raise TypeError(f"images must be a sequence of images (e.g. a list of arrays or file paths), "

@@ -25,6 +25,8 @@ import numpy as np
 from polydom.featurizers import Feature
 from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
 
+from .costs import decode_fits
+
 from polydom.index.anytime import FeatureTimeout
 from polydom.index.base import StoredIndex
 from polydom.index.servingguards import ServingGuards
@@ -254,8 +256,7 @@ class ServingPlanner:
             start = time.perf_counter()
             height, width = header_shape(image, index=i)
             size = height * width
-            fit = self.decode
-            if fit is None or fit.guard * fit.curve(size) <= budget:
+            if decode_fits(self.decode, size, budget):
                 array = decode_image(image, index=i)
                 decoded = time.perf_counter() - start
                 budget = max(budget - decoded, 0.0)

@@ -159,13 +159,15 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     served = np.zeros((k, n), dtype=np.int64)
     columns = clf.feature_columns_
     positions = {name: j for j, name in enumerate(clf.feature_names_)}
+    from polydom.classifier.costs import decode_fits
+
     decode = getattr(planner, "decode", None)
     for b, budget in enumerate(budgets):
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
             spent, left = 0.0, float(budget)
             if decode_seconds is not None:
-                if decode is None or decode.guard * decode.curve(float(sizes[i])) <= left:
+                if decode_fits(decode, float(sizes[i]), left):
                     spent = float(decode_seconds[i])
                     left = max(left - spent, 0.0)
                 else:
