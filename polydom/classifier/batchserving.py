@@ -18,6 +18,7 @@ import numpy as np
 from polydom.featurizers.sources import as_array, is_encoded, pixel_count
 
 from .batchaccount import BatchAccount, BatchSpend, check_total_budget
+from .costs import guarded_decode
 from .inputs import as_image_list
 from .serving import Explanation
 
@@ -79,6 +80,10 @@ class BatchServer:
         def items():
             for i, array in enumerate(arrays):
                 budget = account.budget(i)
+                if is_encoded(array):
+                    # The plan prices features only; the item also gets the time its decode reserves,
+                    # and re-planning charges what it took to the items after it.
+                    budget += guarded_decode(self.planner.decode, sizes[i])
                 served = self.planner.serve(array, i, budget, guarded=False)
                 predicted = index.cost_of(served.plan.names, served.size) if served.plan.names else 0.0
                 account.record(i, served.measured, predicted, float(served.choice.accuracy))

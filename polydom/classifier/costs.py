@@ -583,7 +583,12 @@ def fit_decode_cost(samples, *, degree: int = 2) -> "CostFit | None":
     return CostFit(DECODE, curve, sizes.astype(np.int64), seconds, 0.5, items, guard=guard)
 
 
+def guarded_decode(fit: "CostFit | None", size: float) -> float:
+    """The seconds serving reserves to decode an encoded image of ``size`` pixels: the decode
+    curve times its guard; 0 without a decode fit (the decode is then only measured)."""
+    return 0.0 if fit is None else fit.guard * fit.curve(size)
+
+
 def decode_fits(fit: "CostFit | None", size: float, budget: float) -> bool:
-    """Whether serving decodes an encoded image of ``size`` pixels within ``budget`` seconds: its
-    guarded decode curve fits (always, without a decode fit: the decode is then only measured)."""
-    return fit is None or fit.guard * fit.curve(size) <= budget
+    """Whether serving decodes an encoded image of ``size`` pixels within ``budget`` seconds."""
+    return guarded_decode(fit, size) <= budget
