@@ -246,17 +246,26 @@ def item_sizes(images, positions) -> np.ndarray:
 
 @dataclass
 class Costs:
-    """Fitted extraction seconds of each feature, as functions of the item size (the classifier's
-    cost curves: every method budgets with these)."""
+    """Fitted extraction seconds of each feature and of the steps they share (greyscale), as
+    functions of the item size (the classifier's cost curves: every method budgets with these).
+    A set costs the union of its features and their steps, as PolyDom's index counts it."""
 
     names: tuple
     curves: dict
+    requires: dict = field(default_factory=dict)
+
+    def items(self, features) -> tuple:
+        """``features`` and the steps they require, steps first."""
+        steps = {s for f in features for s in self.requires.get(f, ())}
+        return tuple(sorted(steps)) + tuple(features)
 
     def of(self, features, size: float) -> float:
-        return float(sum(self.curves[f](float(size)) for f in features))
+        return float(sum(self.curves[f](float(size)) for f in self.items(features)))
 
     def table(self, size: float) -> dict:
-        return {f: float(self.curves[f](float(size))) for f in self.names}
+        """Each item's cost at ``size``: the features', then the steps'."""
+        steps = sorted(set(self.curves) - set(self.names))
+        return {f: float(self.curves[f](float(size))) for f in (*self.names, *steps)}
 
 
 def guarded_cost(costs: Costs, features, size: float, guards: dict) -> float:
@@ -267,7 +276,8 @@ def guarded_cost(costs: Costs, features, size: float, guards: dict) -> float:
     table = costs.table(size)
     if not features:
         return 0.0
-    return sum(table[f] for f in features) + max((guards[f] - 1.0) * table[f] for f in features)
+    items = costs.items(features)
+    return sum(table[f] for f in items) + max((guards[f] - 1.0) * table[f] for f in items)
 
 
 def with_guards(fitted: Fitted, name: str, costs: Costs, guards_at, X, y, layout, learners, sides, budgets) -> Fitted:
@@ -336,17 +346,19 @@ def timing_sides(sides) -> tuple:
     return tuple(sorted(set(TIMING_SIDES) | {s for s in sides if not low <= s <= high}))
 
 
-def fit_polydom(train_images, y, groups, features, sides, *, cv, cost_quantile, cache_dir, n_jobs, seed):
+def fit_polydom(train_images, y, groups, features, sides, *, cv, cost_quantile, cache_dir, n_jobs, seed, guard=None):
     """The demo's primary backend: PolyDom alpha 1 with the library's defaults for everything the
     demo does not set (learners, e, tolerance, cost quantile and calibration); ``cost_quantile``
-    overrides the library's only when given. Timed at :func:`timing_sides`."""
+    and ``guard`` (the serving late-share tolerance as ``1 - guard``) override the library's only
+    when given. Timed at :func:`timing_sides`."""
     import polydom
 
     extra = {} if cost_quantile is None else {"quantile": cost_quantile}
+    serving = polydom.Serving() if guard is None else polydom.Serving(guard=guard)
     clf = polydom.CostSensitiveClassifier(
         features=list(features), cv=cv, timing=polydom.Timing(sides=timing_sides(sides), repeats=5, images=4, **extra),
-        cache_dir=cache_dir, selection=polydom.Selection(backend="polydom", alpha=1.0), n_jobs=n_jobs,
-        random_state=seed, progress=False,
+        cache_dir=cache_dir, selection=polydom.Selection(backend="polydom", alpha=1.0), serving=serving,
+        n_jobs=n_jobs, random_state=seed, progress=False,
     )
     t0 = time.perf_counter()
     with warnings.catch_warnings():
@@ -510,7 +522,7 @@ def column_penalties(costs: Costs, layout: dict, size: float, spread: str) -> np
     """Each column's coupled penalty at ``size``: its feature's fitted cost over the total cost of
     all features there, on every column (``full``) or divided over the columns (``even``)."""
     table = costs.table(size)
-    total = sum(table.values())
+    total = sum(table.values())  # the shared steps included: a share of the whole extraction
     pen = np.zeros(max(sl.stop for sl in layout.values()))
     for name, sl in layout.items():
         share = table[name] / total
@@ -569,9 +581,10 @@ def fit_lightgbm(X, y, layout, costs: Costs, sub, val, tradeoffs, spread, sides,
 
 # --------------------------------------------------------------------------- serving and statistics
 
-def serve_static(fitted: Fitted, X, seconds, layout, names, sizes, y, sides, budgets, majority):
+def serve_static(fitted: Fitted, X, seconds, layout, names, costs, sizes, y, sides, budgets, majority):
     """Correct and measured arrays of shape (n_budgets, n_items) for a static method: it computes
-    every feature its plan uses (measured cost = their recorded times) and predicts."""
+    every feature its plan uses and the steps they share (measured cost = their recorded times,
+    ``seconds`` laid out in the order of ``names``) and predicts."""
     correct = np.zeros((len(budgets), len(y)), dtype=bool)
     measured = np.zeros((len(budgets), len(y)))
     position = {n: j for j, n in enumerate(names)}
@@ -584,7 +597,7 @@ def serve_static(fitted: Fitted, X, seconds, layout, names, sizes, y, sides, bud
             else:
                 predicted = plan.model.predict(X[np.ix_(rows, columns_of(layout, plan.inputs))])
             correct[b, rows] = predicted == y[rows]
-            measured[b, rows] = seconds[np.ix_(rows, [position[n] for n in plan.used])].sum(axis=1)
+            measured[b, rows] = seconds[np.ix_(rows, [position[n] for n in costs.items(plan.used)])].sum(axis=1)
     return correct, measured
 
 
@@ -763,11 +776,12 @@ def write_report(path, ctx: dict) -> str:
         L += ["", "On time, cells where PolyDom is more than 2 paired SE behind the best peer:", ""]
         L += [f"- {s}² px, {ms(b)} ms: {best} ahead by {-d:.3f} (paired SE {se:.3f})"
               for (s, b), best, d, se in summary["on_time"]["behind"]]
+    shown = tuple(costs.table(1.0))  # the features, then the steps they share
     L += ["", "## Fitted feature costs (ms) at each size", "",
-          "| side | " + " | ".join(costs.names) + " | all |", "|---:|" + "---:|" * (len(costs.names) + 1)]
+          "| side | " + " | ".join(shown) + " | all |", "|---:|" + "---:|" * (len(shown) + 1)]
     for side in sides:
         t = costs.table(side * side)
-        L.append(f"| {side} | " + " | ".join(f"{1e3 * t[n]:.3f}" for n in costs.names) + f" | {1e3 * sum(t.values()):.2f} |")
+        L.append(f"| {side} | " + " | ".join(f"{1e3 * t[n]:.3f}" for n in shown) + f" | {1e3 * sum(t.values()):.2f} |")
     timely = on_time(results)
     n_side = len(budgets)
     L += ["", "## Per cell", "",
@@ -896,6 +910,8 @@ def main(argv=None) -> None:
     parser.add_argument("--n-jobs", type=int, default=2, help="parallel workers (PolyDom fit, peers' outer loops)")
     parser.add_argument("--cost-quantile", type=float, default=None,
                         help="cost-curve quantile (default: the library's, as the demo)")
+    parser.add_argument("--guard", type=float, default=None,
+                        help="PolyDom's serving guard, Serving(guard=...) (default: the library's)")
     parser.add_argument("--cegb-spread", choices=("full", "even"), default="full",
                         help="a feature's cost on each of its columns (full) or divided over them (even)")
     parser.add_argument("--tradeoffs", default=",".join(f"{t:g}" for t in DEFAULT_TRADEOFFS))
@@ -989,20 +1005,20 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     fit_seconds, models, fitted = {}, {}, {}
     clf, fit_seconds[REFERENCE] = fit_polydom(
         train_images, y_train, g_train, features, sides, cv=3, cost_quantile=args.cost_quantile,
-        cache_dir=cache, n_jobs=args.n_jobs, seed=args.seed)
+        cache_dir=cache, n_jobs=args.n_jobs, seed=args.seed, guard=args.guard)
     fs = clf.fit_stats_
     models[REFERENCE] = (f"{fs['trained']} sets trained, {fs['reused']} from cache ({fs['expanded']} used)"
                          if not fs.get("partly_trained") else
                          f"{fs['trained']} sets screened, {fs['fully_trained']} trained fully, {fs['reused']} from cache")
     log(f"fitted PolyDom in {fit_seconds[REFERENCE]:.0f} s: {models[REFERENCE]}")
-    costs = Costs(tuple(clf.feature_names_), dict(clf.cost_curves_))
+    costs = Costs(tuple(clf.feature_names_), dict(clf.cost_curves_), dict(clf.index_.params.get("requires") or {}))
 
     # The training matrix the classifier trained on: the same images and features hit its feature
     # cache, so this is the matrix itself, not a recomputation (checked against its layout).
     train_matrix = extract_features(train_images, resolve_features(features), cache_dir=os.path.join(cache, "features"),
                                     progress=False)
     assert train_matrix.cached, "the training matrix should come from the classifier's feature cache"
-    layout = dict(train_matrix.columns)
+    layout = {n: sl for n, sl in train_matrix.columns.items() if n in costs.names}  # steps have no columns
     assert layout == dict(clf.feature_columns_)
     X = train_matrix.X
     learners = default_learners()
@@ -1033,7 +1049,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     t0 = time.perf_counter()
     held = extract_features(test_images, resolve_features(features), n_jobs=None,
                             cache_dir=os.path.join(cache, "features"), progress=False)
-    assert dict(held.columns) == layout
+    assert {n: sl for n, sl in held.columns.items() if n in costs.names} == layout
     log(f"held-out features in {time.perf_counter() - t0:.0f} s ({held.seconds.sum():.1f} s measured)")
 
     results = {}
@@ -1049,11 +1065,11 @@ def run(args, cache, log, features, sides, budgets) -> dict:
         for b, budget in enumerate(budgets):
             keys, counts = np.unique(grid.keys[b, rows], return_counts=True)
             key = int(keys[counts.argmax()])
-            names = [n for j, n in enumerate(clf.feature_names_) if key >> j & 1]
+            names = clf.planner_.plan(key).names
             polydom_sets[(side, budget)] = ("+".join(names) or "(majority)") + (
                 f" ({counts.max() / len(rows):.0%})" if len(keys) > 1 else "")
     for name in PEERS + tuple(SAME_GUARDS.values()):
-        correct, measured = serve_static(fitted[name], held.X, held.seconds, layout, costs.names, test_sizes, y_test,
+        correct, measured = serve_static(fitted[name], held.X, held.seconds, layout, held.names, costs, test_sizes, y_test,
                                          sides, budgets, majority)
         results[name] = cell_stats(correct, measured, test_sizes, sides, budgets)
     if bare is not None:
@@ -1084,7 +1100,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     guards = clf.index_.cost_guards() if hasattr(clf.index_, "cost_guards") else None
     return dict(args=args, summary=summarize(results, sides, budgets),
                 polydom_params=", ".join(f"`{k}={params[k]!r}`" for k in shown if k in params),
-                guards="none" if guards is None else ", ".join(f"{n} {g:.2f}" for n, g in zip(clf.feature_names_, guards)), results=results, sides=sides, budgets=budgets,
+                guards="none" if guards is None else ", ".join(f"{n} {g:.2f}" for n, g in zip(clf.index_.features, guards)), results=results, sides=sides, budgets=budgets,
                 costs=costs, clf=clf, fit_seconds=fit_seconds, models=models, fitted=fitted, tradeoffs=tradeoffs,
                 n_train=len(train), n_test=len(test), held_cached=held.cached, polydom_sets=polydom_sets)
 

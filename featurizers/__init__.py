@@ -8,6 +8,7 @@ polydom can bound them by polynomials in ``n``.
 from polydom.featurizers.image_features import MIN_SIDE, as_gray_float, item_size, validate_image
 from polydom.featurizers.registry import (
     REGISTRY,
+    STEPS,
     Feature,
     FeatureError,
     FeatureRegistry,
@@ -18,13 +19,16 @@ from polydom.featurizers.registry import (
     get_feature,
     register_feature,
     resolve_features,
+    Step,
     unregister_feature,
+    with_steps,
 )
 from polydom.featurizers.timing import CostMeasurements, CostSamples, measure_costs, resize_square
 
 __all__ = [
     "MIN_SIDE",
     "REGISTRY",
+    "STEPS",
     "CostMeasurements",
     "CostSamples",
     "Feature",
@@ -41,7 +45,9 @@ __all__ = [
     "register_feature",
     "resize_square",
     "resolve_features",
+    "Step",
     "unregister_feature",
     "validate_image",
+    "with_steps",
 ]
 

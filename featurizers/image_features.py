@@ -168,6 +168,12 @@ def as_gray_float(image) -> np.ndarray:
     return img_as_float64(array)
 
 
+def _grey(image, grey) -> np.ndarray:
+    """The ``grey`` step's output when the caller prepared it (several features of one image share
+    one conversion), otherwise :func:`as_gray_float` of ``image``."""
+    return as_gray_float(image) if grey is None else grey
+
+
 def _grid_means(values: np.ndarray, grid: int = _GRID) -> np.ndarray:
     """Mean of ``values`` (``(H, W)`` or ``(H, W, C)``) over a ``grid x grid``
     partition of its first two axes into near-equal blocks.
@@ -197,27 +203,27 @@ def size_meta(image) -> np.ndarray:
     return np.array([height, width, width / height], dtype=np.float64)
 
 
-def intensity_hist(image) -> np.ndarray:
+def intensity_hist(image, grey=None) -> np.ndarray:
     """Grey-level histogram with 16 bins over ``[0, 1]``, as pixel fractions.
 
     Length 16; the entries sum to 1.
     """
-    gray = as_gray_float(image)
+    gray = _grey(image, grey)
     counts, _ = np.histogram(gray, bins=16, range=(0.0, 1.0))
     return counts / gray.size
 
 
-def thumbnail(image) -> np.ndarray:
+def thumbnail(image, grey=None) -> np.ndarray:
     """The image box-filtered down to 8 x 8 pixels (Pillow), row-major.
 
     Length 64, values in ``[0, 1]``.
     """
-    gray = as_gray_float(image).astype(np.float32)
+    gray = _grey(image, grey).astype(np.float32)
     small = Image.fromarray(gray).resize((8, 8), Image.Resampling.BOX)
     return np.asarray(small, dtype=np.float64).ravel()
 
 
-def fft_bands(image) -> np.ndarray:
+def fft_bands(image, grey=None) -> np.ndarray:
     """Share of spectral energy in 8 radial and 4 angular frequency bands.
 
     The mean is removed first, so the DC term carries no energy. Radial bands
@@ -226,7 +232,7 @@ def fft_bands(image) -> np.ndarray:
     four wedges. Each group sums to 1, or is all zeros for a flat image.
     Length 12; cost O(n log n).
     """
-    gray = as_gray_float(image)
+    gray = _grey(image, grey)
     height, width = gray.shape
     power = np.abs(np.fft.rfft2(gray - gray.mean())) ** 2
     fy = np.fft.fftfreq(height)[:, None]
@@ -244,22 +250,22 @@ def fft_bands(image) -> np.ndarray:
     return np.concatenate([radial_energy, angular_energy]) / total
 
 
-def edge_density(image) -> np.ndarray:
+def edge_density(image, grey=None) -> np.ndarray:
     """Fraction of Canny edge pixels (sigma 1) in each cell of a 4 x 4 grid.
 
     Length 16, values in ``[0, 1]``.
     """
-    edges = canny(as_gray_float(image), sigma=1.0)
+    edges = canny(_grey(image, grey), sigma=1.0)
     return _grid_means(edges.astype(np.float64)).ravel()
 
 
-def lbp_hist(image) -> np.ndarray:
+def lbp_hist(image, grey=None) -> np.ndarray:
     """Uniform local binary pattern (P=8, R=1) histograms on a 2 x 2 grid.
 
     The 10 uniform codes are counted in each quadrant, as fractions of the
     quadrant's pixels. Length 40 (quadrant-major, code-minor).
     """
-    gray = as_gray_float(image)
+    gray = _grey(image, grey)
     # LBP compares neighbours for equality, which is only meaningful on
     # quantised levels; 8 bits match the usual uint8 input.
     levels = np.round(gray * 255).astype(np.uint8)
@@ -271,7 +277,7 @@ def lbp_hist(image) -> np.ndarray:
 _GLCM_PROPS = ("contrast", "dissimilarity", "homogeneity", "energy", "correlation", "ASM")
 
 
-def glcm_stats(image) -> np.ndarray:
+def glcm_stats(image, grey=None) -> np.ndarray:
     """Haralick statistics of the grey-level co-occurrence matrix.
 
     The image is quantised to 32 levels; the symmetric, normalised matrix is
@@ -279,7 +285,7 @@ def glcm_stats(image) -> np.ndarray:
     contrast, dissimilarity, homogeneity, energy, correlation and ASM is
     averaged over the angles. Length 12 (property-major, distance-minor).
     """
-    gray = as_gray_float(image)
+    gray = _grey(image, grey)
     levels = np.minimum((gray * 32).astype(np.uint8), 31)
     matrix = graycomatrix(
         levels,
@@ -293,14 +299,14 @@ def glcm_stats(image) -> np.ndarray:
     return np.nan_to_num(stats.ravel(), nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def harris_corners(image) -> np.ndarray:
+def harris_corners(image, grey=None) -> np.ndarray:
     """Harris corner response pooled on a 4 x 4 grid, plus corner density.
 
     The first 16 entries are the mean positive Harris response (sigma 1) per
     grid cell; the last is the number of response peaks (at least 10% of the
     strongest, 2 pixels apart) per 100 pixels. Length 17.
     """
-    gray = as_gray_float(image)
+    gray = _grey(image, grey)
     response = corner_harris(gray, sigma=1.0)
     pooled = _grid_means(np.maximum(response, 0.0)).ravel()
     peaks = corner_peaks(response, min_distance=2, threshold_rel=0.1)
@@ -308,7 +314,7 @@ def harris_corners(image) -> np.ndarray:
     return np.append(pooled, density)
 
 
-def hog_pooled(image) -> np.ndarray:
+def hog_pooled(image, grey=None) -> np.ndarray:
     """Histogram of oriented gradients pooled to a fixed 4 x 4 x 9 layout.
 
     The image is divided into 4 to 8 cells per side (the cell size scales
@@ -316,7 +322,7 @@ def hog_pooled(image) -> np.ndarray:
     on its own, and the cell histograms are averaged over a 4 x 4 grid.
     Length 144 (row, column, orientation).
     """
-    gray = as_gray_float(image)
+    gray = _grey(image, grey)
     height, width = gray.shape
     # ceil keeps the cell count in [4, 8] for any side >= MIN_SIDE, so the
     # 4 x 4 pooling grid always has at least one cell per block.
@@ -337,7 +343,7 @@ _GABOR_FREQUENCIES = (0.15, 0.3)
 _GABOR_THETAS = (0.0, np.pi / 4, np.pi / 2, 3 * np.pi / 4)
 
 
-def gabor_energy(image) -> np.ndarray:
+def gabor_energy(image, grey=None) -> np.ndarray:
     """GIST-like Gabor energies: a bank of 8 filters pooled on a 4 x 4 grid.
 
     Filters have frequencies 0.15 and 0.3 cycles per pixel and orientations
@@ -346,7 +352,7 @@ def gabor_energy(image) -> np.ndarray:
     makes this the most expensive built-in feature. Length 128
     (frequency, orientation, row, column).
     """
-    gray = as_gray_float(image)
+    gray = _grey(image, grey)
     energies = []
     for frequency in _GABOR_FREQUENCIES:
         for theta in _GABOR_THETAS:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 from polydom.lattice.errors import PolydomError
 
-from .registry import REGISTRY, Feature, UnknownFeatureError
+from .registry import REGISTRY, STEPS, Feature, UnknownFeatureError
 
 __all__ = ["FeatureSource", "FeatureSourceError", "source_of", "source_digest", "load_features"]
 
@@ -108,6 +108,9 @@ def load_features(sources: Sequence[FeatureSource], trusted_modules: Iterable[st
     trusted = set(trusted_modules)
     out = []
     for source in sources:
+        if source.builtin and source.name in STEPS:  # a built-in step the features share
+            out.append(STEPS[source.name])
+            continue
         if source.name not in REGISTRY and not source.builtin:
             if source.module not in trusted:
                 raise FeatureSourceError(

@@ -12,6 +12,7 @@ from polydom.featurizers import image_features as _img
 
 __all__ = [
     "REGISTRY",
+    "STEPS",
     "Feature",
     "FeatureError",
     "FeatureRegistry",
@@ -22,7 +23,9 @@ __all__ = [
     "get_feature",
     "register_feature",
     "resolve_features",
+    "Step",
     "unregister_feature",
+    "with_steps",
 ]
 
 
@@ -64,6 +67,72 @@ class UnknownFeatureError(PolydomError, KeyError, ValueError):
 
 
 @dataclass(frozen=True)
+class Step:
+    """A preparatory step that features share, such as converting an image to grey levels.
+
+    A feature names the steps it needs in ``Feature.requires``; whoever computes several
+    features of one image computes each step once and hands its output to every feature that
+    needs it (as the keyword argument of the step's name). A step is timed and costed like a
+    feature, so that a set of features pays for the union of their steps
+    (``docs/shared-steps.md``). It adds no columns: its vector is empty.
+
+    Parameters
+    ----------
+    name : str
+        Unique, non-empty name.
+    function : callable
+        ``function(image) -> value``, deterministic; the value is what the features receive.
+    description : str
+        One line for people.
+    """
+
+    name: str
+    function: Callable[[np.ndarray], object]
+    description: str = ""
+
+    #: A step adds no columns to a feature vector.
+    dimension = 0
+    requires = ()
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"step name must be a non-empty str, got {self.name!r}")
+        if not callable(self.function):
+            raise TypeError(f"step {self.name!r}: function is not callable")
+
+    def prepare(self, image: np.ndarray, *, index=None):
+        """The step's output for an already validated image.
+
+        Raises
+        ------
+        FeatureError
+            If the function fails, naming the step and the item.
+        """
+        try:
+            return self.function(image)
+        except Exception as exc:
+            raise FeatureError(f"step {self.name!r} failed{_where(index)}: {type(exc).__name__}: {exc}",
+                               feature=self.name, index=index) from exc
+
+    def evaluate(self, image: np.ndarray, *, index=None, prepared: dict | None = None) -> np.ndarray:
+        """Prepare ``image`` into ``prepared[name]`` (once: a value already there is kept) and
+        return the step's empty vector, so that a step is computed where features are."""
+        if prepared is None:
+            self.prepare(image, index=index)
+        elif prepared.get(self.name) is None:
+            prepared[self.name] = self.prepare(image, index=index)
+        return _NO_COLUMNS
+
+
+_NO_COLUMNS = np.zeros(0)
+
+#: The built-in steps, by name.
+STEPS: dict[str, Step] = {
+    "grey": Step("grey", _img.as_gray_float, "grey levels as float64 in [0, 1]"),
+}
+
+
+@dataclass(frozen=True)
 class Feature:
     """A named feature: a function from an image to a 1-D vector.
 
@@ -79,12 +148,17 @@ class Feature:
         One line for people.
     dimension : int, optional
         Length of the vector, when known; calls check it.
+    requires : tuple of str, optional
+        Names of the :class:`Step` objects (in `STEPS`) whose outputs the function takes as
+        keyword arguments: ``function(image, grey=...)``. Computed once per image for all the
+        features that need them, and costed once per set.
     """
 
     name: str
     function: Callable[[np.ndarray], np.ndarray]
     description: str = ""
     dimension: int | None = None
+    requires: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -98,6 +172,11 @@ class Feature:
                 f"feature {self.name!r}: dimension must be a positive int, "
                 f"got {self.dimension!r}"
             )
+        requires = (self.requires,) if isinstance(self.requires, str) else tuple(self.requires)
+        unknown = [n for n in requires if n not in STEPS]
+        if unknown:
+            raise ValueError(f"feature {self.name!r} requires unknown steps {unknown}; known steps: {', '.join(STEPS)}")
+        object.__setattr__(self, "requires", requires)
 
     def __call__(self, image, *, index=None) -> np.ndarray:
         """Validate ``image`` and return this feature's vector for it.
@@ -111,23 +190,30 @@ class Feature:
         """
         return _evaluate(self, _img.validate_image(image, index=index), index)
 
-    def evaluate(self, image: np.ndarray, *, index=None) -> np.ndarray:
+    def evaluate(self, image: np.ndarray, *, index=None, prepared: dict | None = None) -> np.ndarray:
         """Like calling the feature, for an image already checked by `featurizers.validate_image`.
 
         Skips the validation, which a caller computing several features of one image does once;
-        the output is checked and errors are raised exactly as by ``__call__``.
+        the output is checked and errors are raised exactly as by ``__call__``. ``prepared``
+        holds the outputs of the steps computed for this image so far (step name -> value); a
+        required step missing from it is computed and added.
         """
-        return _evaluate(self, image, index)
+        return _evaluate(self, image, index, prepared)
 
 
 def _where(index) -> str:
     return "" if index is None else f" on item {index}"
 
 
-def _evaluate(feature: Feature, image: np.ndarray, index) -> np.ndarray:
-    """Run ``feature`` on an already validated image and check its output."""
+def _evaluate(feature: Feature, image: np.ndarray, index, prepared: dict | None = None) -> np.ndarray:
+    """Run ``feature`` on an already validated image, given its steps, and check its output."""
+    prepared = {} if prepared is None else prepared
+    steps = {}
+    for name in feature.requires:
+        STEPS[name].evaluate(image, index=index, prepared=prepared)
+        steps[name] = prepared[name]
     try:
-        vector = np.asarray(feature.function(image), dtype=np.float64)
+        vector = np.asarray(feature.function(image, **steps), dtype=np.float64)
     except Exception as exc:
         raise FeatureError(
             f"feature {feature.name!r} failed{_where(index)}: "
@@ -223,23 +309,23 @@ _BUILTIN = (
     Feature("size_meta", _img.size_meta,
             "height, width and aspect ratio; constant time", 3),
     Feature("intensity_hist", _img.intensity_hist,
-            "16-bin grey-level histogram", 16),
+            "16-bin grey-level histogram", 16, ("grey",)),
     Feature("thumbnail", _img.thumbnail,
-            "8 x 8 box-filtered thumbnail", 64),
+            "8 x 8 box-filtered thumbnail", 64, ("grey",)),
     Feature("fft_bands", _img.fft_bands,
-            "spectral energy shares in 8 radial and 4 angular bands", 12),
+            "spectral energy shares in 8 radial and 4 angular bands", 12, ("grey",)),
     Feature("edge_density", _img.edge_density,
-            "Canny edge fraction on a 4 x 4 grid", 16),
+            "Canny edge fraction on a 4 x 4 grid", 16, ("grey",)),
     Feature("lbp", _img.lbp_hist,
-            "uniform LBP (P=8, R=1) histograms on a 2 x 2 grid", 40),
+            "uniform LBP (P=8, R=1) histograms on a 2 x 2 grid", 40, ("grey",)),
     Feature("glcm", _img.glcm_stats,
-            "Haralick statistics of the grey-level co-occurrence matrix", 12),
+            "Haralick statistics of the grey-level co-occurrence matrix", 12, ("grey",)),
     Feature("harris", _img.harris_corners,
-            "Harris corner response on a 4 x 4 grid and corner density", 17),
+            "Harris corner response on a 4 x 4 grid and corner density", 17, ("grey",)),
     Feature("hog", _img.hog_pooled,
-            "HOG cell histograms pooled on a 4 x 4 grid", 144),
+            "HOG cell histograms pooled on a 4 x 4 grid", 144, ("grey",)),
     Feature("gabor", _img.gabor_energy,
-            "Gabor filter bank energies on a 4 x 4 grid (GIST-like)", 128),
+            "Gabor filter bank energies on a 4 x 4 grid (GIST-like)", 128, ("grey",)),
 )
 
 #: The process-wide registry: the built-in features, then any registered
@@ -273,7 +359,7 @@ def register_feature(feature: Feature, *, replace: bool = False) -> Feature:
     return REGISTRY.register(feature, replace=replace)
 
 
-def feature(name: str | None = None, *, description: str = "", dimension: int | None = None):
+def feature(name: str | None = None, *, description: str = "", dimension: int | None = None, requires=()):
     """Register the decorated function as a feature of `REGISTRY`; the decorator returns the `Feature`.
 
     Parameters
@@ -284,6 +370,9 @@ def feature(name: str | None = None, *, description: str = "", dimension: int | 
         Default: the first line of the function's docstring.
     dimension : int, optional
         The vector's length, checked on every call when given.
+    requires : tuple of str, optional
+        Steps of `STEPS` whose outputs the function takes as keyword arguments (``"grey"``: the
+        image as float64 grey levels, computed once per image for every feature that needs it).
 
     A module that defines its features this way can be named by an index and imported by a fresh
     process that trusts it (``CostSensitiveClassifier.load(path, feature_modules=[...])``). Importing
@@ -303,7 +392,8 @@ def feature(name: str | None = None, *, description: str = "", dimension: int | 
     """
     def register(function) -> Feature:
         doc = (function.__doc__ or "").strip().splitlines()
-        made = Feature(name or function.__name__, function, description or (doc[0] if doc else ""), dimension)
+        made = Feature(name or function.__name__, function, description or (doc[0] if doc else ""), dimension,
+                       requires)
         old = REGISTRY._features.get(made.name)
         same = old is not None and (getattr(old.function, "__module__", None), getattr(old.function, "__qualname__", None)) \
             == (function.__module__, function.__qualname__)
@@ -333,6 +423,15 @@ def resolve_features(
         feature = entry if isinstance(entry, Feature) else get_feature(entry, registry=registry)
         resolved.setdefault(feature.name, feature)
     return list(resolved.values())
+
+
+def with_steps(features) -> list:
+    """The :class:`Step` objects ``features`` require (in `STEPS` order) and do not hold already,
+    then ``features``: the items a fit times and a lattice holds, each step before the features
+    that need it."""
+    features = list(features)
+    needed = {name for f in features for name in f.requires} - {f.name for f in features}
+    return [step for name, step in STEPS.items() if name in needed] + features
 
 
 def compute_features(
@@ -367,4 +466,5 @@ def compute_features(
     """
     features = resolve_features(names, registry=registry)
     array = _img.validate_image(image, index=index)
-    return {feature.name: _evaluate(feature, array, index) for feature in features}
+    prepared: dict = {}  # each step once for all the features that need it
+    return {feature.name: _evaluate(feature, array, index, prepared) for feature in features}

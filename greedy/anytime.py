@@ -143,13 +143,15 @@ class SequenceWalk:
 def best_reachable(walks, first: int, computed, elapsed: float, budget: float, floor: float):
     """``(sequence, length)`` of the most accurate prefix more accurate than ``floor`` that a walk
     reaches from ``elapsed`` (:meth:`SequenceWalk.reach`); sequence ``first`` wins ties, then the
-    lower sequence. None if none beats ``floor``."""
+    lower sequence, then the shorter prefix. None if none beats ``floor``."""
     best, best_acc = None, floor
     for s in [first] + [s for s in range(len(walks)) if s != first]:
         walk = walks[s]
         length = walk.reach(computed, elapsed, budget)
-        # A shorter prefix of the same sequence may be more accurate (accuracies need not grow).
-        for k in range(length, -1, -1):
+        # A shorter prefix of the same sequence may be more accurate (accuracies need not grow),
+        # and of equally accurate ones the shortest costs least (a prefix ending on a step the
+        # walk cannot follow with its feature scores as the prefix before it).
+        for k in range(length + 1):
             acc = walk.prefixes[k][1]
             if acc > best_acc:
                 best, best_acc = (s, k), acc

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from polydom.index import CostCurve
+from polydom.index.ranking import step_needs
 from polydom.lattice import FeatureSpace
 
 from .expansion import greedy_sequences
@@ -27,6 +28,7 @@ def build_greedy(
     lambdas: Iterable[float] | None = None,
     measured_range: tuple[float, float] | None = None,
     extrapolate: str = "warn",
+    requires=None,
 ) -> GreedyIndex:
     """Run Greedy's expansion and index the result; called by :func:`polydom.build`.
 
@@ -52,6 +54,8 @@ def build_greedy(
     measured_range, extrapolate
         As for ``polydom.build``: the sizes the costs were measured on, and the lookup policy
         outside them.
+    requires : mapping of str to tuple of str, optional
+        As for ``polydom.build``: a feature joins a sequence with the steps it still lacks.
 
     Returns
     -------
@@ -65,7 +69,7 @@ def build_greedy(
     t0 = time.perf_counter()
     grid = resolve_lambdas(backend, lambdas)
     n0 = check_n0(n0, domain)
-    expansion = greedy_sequences([c(n0) for c in curves], recorder, grid)
+    expansion = greedy_sequences([c(n0) for c in curves], recorder, grid, step_needs(space, requires))
     prefixes = {m for s in expansion.sequences for m in prefix_masks(s)}
     recorded = getattr(recorder, "models", {})
     models = {m: recorded[m] for m in expansion.accuracy if m in prefixes and m in recorded}
@@ -73,6 +77,8 @@ def build_greedy(
         n0=n0, lambdas=list(grid), domain=list(domain),
         measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
     )
+    if requires:  # the lookup's walk reads which items are steps
+        params["requires"] = {f: list(steps) for f, steps in requires.items()}
     stats = dict(
         trained=expansion.trained,
         expanded=expansion.expanded,

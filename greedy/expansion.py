@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from polydom.lattice import ExpansionCache
@@ -46,6 +46,7 @@ def greedy_sequences(
     step_costs: Sequence[float],
     expand: Callable[[int], float],
     lambdas: Sequence[float],
+    requires: Mapping[int, int] | None = None,
 ) -> GreedyExpansion:
     """Grow one sequence per λ by repeatedly adding the feature of best gain.
 
@@ -64,6 +65,10 @@ def greedy_sequences(
         ``{}`` first.
     lambdas : sequence of float
         Each ``>= 0`` or ``inf`` (validated by the caller).
+    requires : mapping of int to int, optional
+        Feature index -> mask of the preparatory steps it needs (:mod:`polydom.steps`). A step
+        is never a candidate on its own (alone it adds nothing): a feature is added with the
+        steps it still lacks, at their summed cost, and the steps come first in the sequence.
 
     Returns
     -------
@@ -84,39 +89,63 @@ def greedy_sequences(
     """
     trained = ExpansionCache(expand)
     trained(0)
-    features = range(len(step_costs))
+    requires = dict(requires or {})
+    steps = 0
+    for need in requires.values():
+        steps |= need
+    features = [f for f in range(len(step_costs)) if not steps >> f & 1]
     sequences = []
     for lam in lambdas:
         current, order = 0, []
         remaining = list(features)
         while remaining:
             a_current = trained(current)
+            # What adding each feature adds: itself and the steps it still lacks, at their cost.
+            added = {f: 1 << f | requires.get(f, 0) & ~current for f in remaining}
+            costs = {f: sum(step_costs[i] for i in _bits(added[f])) for f in remaining}
             if lam == math.inf:
-                best = _cheapest(remaining, current, a_current, step_costs, trained)
+                best = _cheapest(remaining, current, a_current, costs, trained, added)
             else:
-                best = _best_gain(remaining, current, a_current, lam, step_costs, trained)
+                best = _best_gain(remaining, current, a_current, lam, costs, trained, added)
+            order.extend(i for i in _bits(added[best]) if i != best)
             order.append(best)
             remaining.remove(best)
-            current |= 1 << best
-        trained(current)
+            current |= added[best]
+        order.extend(i for i in _bits(steps & ~current))  # steps no feature needed
+        if steps:  # a prefix that ends on a step is served too (no new training: it adds nothing)
+            prefix = 0
+            for i in order:
+                prefix |= 1 << i
+                trained(prefix)
+        trained(current | steps)
         sequences.append(tuple(order))
     return GreedyExpansion(tuple(sequences), trained.accuracy)
 
 
-def _best_gain(remaining, current, a_current, lam, step_costs, trained) -> int:
+def _bits(mask: int) -> list[int]:
+    """The indices of ``mask``'s set bits, lowest first."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _best_gain(remaining, current, a_current, lam, costs, trained, added) -> int:
     """The finite-λ choice: largest gain; ties to the cheaper feature, then the lower index (T14)."""
     best, best_key = -1, None
     for f in remaining:
-        key = (trained(current | 1 << f) - a_current - lam * step_costs[f], -step_costs[f], -f)
+        key = (trained(current | added[f]) - a_current - lam * costs[f], -costs[f], -f)
         if best_key is None or key > best_key:
             best, best_key = f, key
     return best
 
 
-def _cheapest(remaining, current, a_current, step_costs, trained) -> int:
+def _cheapest(remaining, current, a_current, costs, trained, added) -> int:
     """The λ = inf choice: least cost; among equal costs the larger Δa, then the lower index."""
-    low = min(step_costs[f] for f in remaining)
-    tied = [f for f in remaining if step_costs[f] == low]
+    low = min(costs[f] for f in remaining)
+    tied = [f for f in remaining if costs[f] == low]
     if len(tied) == 1:
         return tied[0]
-    return max(tied, key=lambda f: (trained(current | 1 << f) - a_current, -f))
+    return max(tied, key=lambda f: (trained(current | added[f]) - a_current, -f))

@@ -134,6 +134,17 @@ class GreedyIndex(CostSensitiveIndex):
         ]
         self._sky_cost = [e.cost for e in self.skyline]
         self._sky_seq = [seq_id[e.lam] for e in self.skyline]
+        # A sequence holds a preparatory step just before the first feature that needs it
+        # (polydom.steps): a walk that can afford the step but not that feature answers with the
+        # prefix before the step, which costs less and scores the same.
+        steps = {n for needed in (self.params.get("requires") or {}).values() for n in needed}
+        self._seq_served = []
+        for s_names in self._seq_names:
+            served = list(range(len(s_names) + 1))
+            for length in range(1, len(s_names) + 1):
+                if s_names[length - 1] in steps:
+                    served[length] = served[length - 1]
+            self._seq_served.append(served)
         # lookup_many: the per-feature coefficients (padded, highest degree first) and, per
         # distinct sequence, its order and its prefixes' masks and accuracies.
         width = max(len(c.coefficients) for c in self.costs)
@@ -145,10 +156,12 @@ class GreedyIndex(CostSensitiveIndex):
         self._sky_seq_arr = np.array(self._sky_seq, dtype=np.int64)
         # Each serving path reads this snapshot once, so a refresh that swaps it is atomic for
         # concurrent readers.
-        serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models)
+        serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models,
+                 self._seq_served)
         batch = (
             self.domain, self._sky_cost_arr, self._sky_seq_arr, self._feature_horner, self._order,
             self._prefix_key, self._prefix_acc, self.space, self.models, self.std_error,
+            np.array(self._seq_served, dtype=np.int64),
         )
         self._snapshot = (self.measured_range(), serve, batch)
 
@@ -161,7 +174,8 @@ class GreedyIndex(CostSensitiveIndex):
         sequence is walked from the first feature, adding each while the running predicted cost
         at ``size`` stays ``<= budget``, stopping at the first that does not fit. The answer is
         the last complete prefix -- it may hold more or fewer features than the skyline entry,
-        since ``size`` need not be ``n0``.
+        since ``size`` need not be ``n0`` -- less a preparatory step it ends on (the step's
+        feature did not fit: ``polydom.steps``).
 
         ``O(log #skyline + |F| * degree)``.
 
@@ -177,7 +191,7 @@ class GreedyIndex(CostSensitiveIndex):
         TypeError
             Non-numeric arguments.
         """
-        measured, (domain, sky_cost, sky_seq, seq_horner, seq_prefix, _, models), _ = self._snapshot
+        measured, (domain, sky_cost, sky_seq, seq_horner, seq_prefix, _, models, seq_served), _ = self._snapshot
         size, budget = check_query(size, budget, domain)
         if not measured[0] <= size <= measured[1]:
             self._outside_measured(size)
@@ -185,6 +199,9 @@ class GreedyIndex(CostSensitiveIndex):
         # j < 0 cannot happen for a valid budget (the first entry costs 0); kept as the spec's rule.
         sid = sky_seq[j if j > 0 else 0]
         length, spent = walk_predicted(seq_horner[sid], size, budget)
+        served = seq_served[sid][length]
+        if served < length:  # the walk ended on a step: the prefix before it, at its own cost
+            length, spent = walk_predicted(seq_horner[sid][:served], size, budget)
         features, accuracy, key, std_error = seq_prefix[sid][length]
         return Choice(features, accuracy, spent, key, models, std_error)
 
@@ -271,7 +288,7 @@ class GreedyIndex(CostSensitiveIndex):
             ``budget``, but no further feature is started that the clock says cannot fit.
         """
         ix = self._view()  # one version from start to end, whatever a refresh does meanwhile
-        domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models = ix._snapshot[1]
+        domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models, _ = ix._snapshot[1]
         size, budget = check_query(size, budget, domain)
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
@@ -329,7 +346,7 @@ class GreedyIndex(CostSensitiveIndex):
             ``batch[i] == lookup(sizes[i], budgets[i])``, bit for bit.
         """
         (domain, sky_cost_arr, sky_seq_arr, feature_horner, order, prefix_key, prefix_acc, space, models,
-         std_errors) = self._snapshot[2]
+         std_errors, seq_served) = self._snapshot[2]
         n, c = check_queries(sizes, budgets, domain)
         entry = np.maximum(np.searchsorted(sky_cost_arr, c, side="right") - 1, 0)
         sid = sky_seq_arr[entry]
@@ -341,6 +358,7 @@ class GreedyIndex(CostSensitiveIndex):
         spent = np.cumsum(per_feature[rows, order[sid]], axis=1)
         over = spent > c[:, None]
         length = np.where(over.any(axis=1), over.argmax(axis=1), len(space))
+        length = seq_served[sid, length]  # a walk that ended on a step answers before it (lookup)
         cost = np.where(length > 0, spent[np.arange(len(n)), np.maximum(length - 1, 0)], 0.0)
         return Batch(prefix_key[sid, length], prefix_acc[sid, length], cost, space, models, std_errors)
 

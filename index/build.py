@@ -12,7 +12,7 @@ from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, ex
 
 from .anytime import chain_order, chain_prefixes
 from .costcurve import CostCurve
-from .ranking import check_scores, rank_scores
+from .ranking import check_scores, rank_scores, step_needs
 from .skyline import PolyDomIndex
 
 __all__ = ["build_polydom", "explore_with_tolerance", "finish_candidates", "index_from_expanded", "train_prefix_chains",
@@ -215,17 +215,18 @@ def build_polydom(
     trained = dict(exploration.accuracy)
 
     fitted: dict = {}  # the last ranking and what it was ranked from
+    needs = step_needs(space, requires)
 
     def index_of(trained, chains=None, mode=None):
         std_error = {m: se for m, se in getattr(recorder, "std_errors", {}).items() if m in trained}
         if mode is not None:  # a ranking of its own, for a decision; nothing cached or reported
-            ranked, measured, _ = rank_scores(trained, std_error, mode)
+            ranked, measured, _ = rank_scores(trained, std_error, mode, needs)
         else:
             # Ranked afresh whenever the trained sets or their scores change (rescored finalists,
             # prefixes), so the index always ranks by the fit of everything measured so far; the
             # final index over the same sets reuses the last fit.
             if fitted.get("from") != (trained, std_error):
-                fitted.update({"from": (dict(trained), std_error), "ranking": rank_scores(trained, std_error, scores)})
+                fitted.update({"from": (dict(trained), std_error), "ranking": rank_scores(trained, std_error, scores, needs)})
             ranked, measured, fit_stats = fitted["ranking"]
             stats.update(fit_stats)
         return PolyDomIndex.from_trained(
@@ -246,7 +247,6 @@ def build_polydom(
     if prefix_chains:
         before_chains = len(trained)
         size = _reference_size(domain, index.bounds) if reference_size is None else float(reference_size)
-        needs = {space.mask([f]).bit_length() - 1: space.mask(steps) for f, steps in (requires or {}).items()}
         chains = train_prefix_chains(index_of, trained, lattice_cache, [c(size) for c in curves],
                                      finish=recorder.finish if finishing else None, requires=needs)
         stats.update(chain_sets=len(trained) - before_chains, reference_size=size)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from polydom.lattice import monotone_scores
 
-__all__ = ["SCORE_MODES", "bounded_scores", "check_scores", "rank_scores"]
+__all__ = ["SCORE_MODES", "bounded_scores", "check_scores", "rank_scores", "step_needs", "tight_set"]
 
 #: How the index ranks trained sets: by the black box's scores as measured, by their monotone
 #: fit (:func:`polydom.lattice.monotone_scores`), or by that fit held within one standard error
@@ -22,9 +22,43 @@ def check_scores(scores) -> None:
         raise ValueError(f"scores must be one of {SCORE_MODES}, got {scores!r}")
 
 
-def rank_scores(measured: Mapping[int, float], std_error: Mapping[int, float], scores: str) -> tuple[dict, dict, dict]:
+def step_needs(space, requires) -> dict[int, int]:
+    """``requires`` (feature name -> step names, as ``index.params["requires"]``) as feature bit
+    -> mask of its steps, over ``space``; empty for None."""
+    return {space.mask([f]).bit_length() - 1: space.mask(steps) for f, steps in (requires or {}).items()}
+
+
+def tight_set(mask: int, needs: Mapping[int, int]) -> int:
+    """The part of ``mask`` that serves: its features whose steps it holds, with those steps.
+
+    A set's black box scores its usable features only (:class:`polydom.steps.UsableSets`), so
+    ``mask`` and its tight set score alike and ``mask`` costs at least as much."""
+    if not needs:
+        return mask
+    steps = 0
+    for need in needs.values():
+        steps |= need
+    usable, used = 0, 0
+    rest = mask & ~steps
+    while rest:
+        bit = rest & -rest
+        need = needs.get(bit.bit_length() - 1, 0)
+        if need & ~mask == 0:
+            usable |= bit
+            used |= need
+        rest ^= bit
+    return usable | used
+
+
+def rank_scores(measured: Mapping[int, float], std_error: Mapping[int, float], scores: str,
+                needs: Mapping[int, int] | None = None) -> tuple[dict, dict, dict]:
     """What an index ranks the trained sets ``measured`` (mask -> score) by, for ``scores`` in
     :data:`SCORE_MODES`.
+
+    With ``needs`` (feature bit -> mask of the steps it requires, :func:`step_needs`), a set
+    ranks no higher than its :func:`tight_set` where that is trained: the monotone fit's tie step
+    would otherwise lift a set holding a feature without its step (which adds nothing) above
+    the set without that feature, and serve a feature for nothing.
 
     Returns
     -------
@@ -36,14 +70,24 @@ def rank_scores(measured: Mapping[int, float], std_error: Mapping[int, float], s
     """
     check_scores(scores)
     if scores == "measured":
-        return dict(measured), {}, {}
+        return _no_credit_for_unusable(dict(measured), needs), {}, {}
     ranked = monotone_scores(measured, std_error)
     if scores == "bounded":
         ranked = bounded_scores(ranked, measured, std_error)
+    ranked = _no_credit_for_unusable(ranked, needs)
     moves = [ranked[m] - measured[m] for m in measured]
     stats = dict(score_largest_rise=max(moves, default=0.0), score_largest_fall=-min(moves, default=0.0),
                  scores_moved=sum(abs(d) > 1e-4 for d in moves))
     return ranked, dict(measured), stats
+
+
+def _no_credit_for_unusable(ranked: dict, needs) -> dict:
+    if needs:
+        for mask in list(ranked):
+            tight = tight_set(mask, needs)
+            if tight != mask and tight in ranked:
+                ranked[mask] = min(ranked[mask], ranked[tight])
+    return ranked
 
 
 def bounded_scores(fitted: Mapping[int, float], measured: Mapping[int, float],

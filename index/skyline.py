@@ -32,7 +32,7 @@ from .costcurve import CostCurve, set_cost_matrix
 from .poly import horner_scalar
 from .protocol import CostSensitiveIndex
 from .queries import Batch, bad_query, check_queries, check_query
-from .ranking import rank_scores
+from .ranking import rank_scores, step_needs
 from .state import IndexState
 from .sweep import check_against_brute_force, sweep
 from .values import Choice
@@ -298,7 +298,8 @@ class PolyDomIndex(CostSensitiveIndex):
         >>> sorted(index.lookup(1, 3.0).features), sorted(index.with_scores("monotone").lookup(1, 3.0).features)
         (['a'], ['a', 'b'])
         """
-        ranked, measured, fit_stats = rank_scores(self.measured_scores, self.std_error, scores)
+        ranked, measured, fit_stats = rank_scores(self.measured_scores, self.std_error, scores,
+                                                  step_needs(self.space, self.params.get("requires")))
         keep = {k: v for k, v in self.stats.items() if k not in ("score_largest_rise", "score_largest_fall", "scores_moved")}
         return type(self).from_trained(
             self.space, self.costs, ranked, domain=self.domain, candidate_alpha=self.params.get("candidate_alpha", 1.0),

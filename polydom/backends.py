@@ -57,8 +57,8 @@ def _resolve(path: str):
 _COMMON_OPTIONS = ("measured_range", "extrapolate")
 _POLYDOM_OPTIONS = ("alpha", "e", "sandwich", "candidate_alpha", "validate", "tolerance", "prefix_chains", "reference_size",
                     "scores", "requires") + _COMMON_OPTIONS
-_GREEDY_OPTIONS = ("n0", "lambdas") + _COMMON_OPTIONS
-_FIXED_GRID_OPTIONS = ("n0",) + _COMMON_OPTIONS
+_GREEDY_OPTIONS = ("n0", "lambdas", "requires") + _COMMON_OPTIONS
+_FIXED_GRID_OPTIONS = ("n0", "requires") + _COMMON_OPTIONS
 _GREEDY_CLASS, _GREEDY_BUILDER = "polydom.greedy.index:GreedyIndex", "polydom.greedy.build:build_greedy"
 
 BACKENDS: dict[str, BackendSpec] = {

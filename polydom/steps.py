@@ -52,6 +52,10 @@ class UsableSets:
     """The black box over features and steps: ``expand`` of the features whose steps are all in
     the set (steps themselves carry nothing), called once per such feature set.
 
+    Where ``expand`` offers the optional parts of the black-box protocol (``screens`` with
+    ``finish``, ``rescore``, ``remember``), so does this, on the usable sets: a classifier's
+    screening learner keeps screening when its features share steps.
+
     Picklable (its cache travels empty), so parallel builds ship it to their workers.
     """
 
@@ -68,9 +72,38 @@ class UsableSets:
 
     def __call__(self, names):
         key = self.usable(names)
+        if self.screens:  # a screened set's result changes once it is finished: ask each time
+            return self.expand(key)
         if key not in self._cache:
             self._cache[key] = self.expand(key)
         return self._cache[key]
+
+    @property
+    def screens(self) -> bool:
+        return bool(getattr(self.expand, "screens", False))
+
+    @property
+    def finish(self):
+        return self._on_usable("finish")
+
+    @property
+    def rescore(self):
+        return self._on_usable("rescore")
+
+    @property
+    def remember(self):
+        inner = getattr(self.expand, "remember", None)
+        if not callable(inner):
+            return None
+        return lambda names, result: inner(self.usable(names), result)
+
+    def _on_usable(self, name):
+        """``expand``'s method ``name`` over the usable sets of the sets it is given, or None
+        where ``expand`` has none (the recorder then does without it)."""
+        inner = getattr(self.expand, name, None)
+        if not callable(inner):
+            return None
+        return lambda sets: inner([self.usable(names) for names in sets])
 
     def __getstate__(self):
         return {"expand": self.expand, "requires": self.requires, "steps": self.steps, "_cache": {}}

@@ -426,7 +426,8 @@ def surprises(r: dict, primary: str, verdicts: list[BudgetVerdict]) -> list[str]
         ratio = np.median(g.measured[used] / np.maximum(g.predicted[used], 1e-12)) if used.any() else math.nan
         clf = fitted[worst]
         seconds, sizes = r["held_out_seconds"], r["test_sizes"]
-        over = np.mean([seconds[:, j] > clf.cost_fits_[n].curve_values(sizes) for j, n in enumerate(clf.feature_names_)])
+        # The seconds follow the index's items: the steps the features share, then the features.
+        over = np.mean([seconds[:, j] > clf.cost_fits_[n].curve_values(sizes) for j, n in enumerate(clf.index_.features)])
         quantile = clf._policies()[1].quantile
         expected = f"about {1 - quantile:.0%}" if isinstance(quantile, float) else "none"
         load = r.get("load", ("?", "?"))

@@ -85,7 +85,7 @@ def train_cascades(index, learner, sizes, *, price=None, relative_price=None, ta
         if len(order) < 2:
             continue
         prefixes = chain_prefixes(order)[1:]
-        oof = [learner.oof_proba(space.frozenset(p), splits) for p in prefixes]
+        oof = [learner.oof_proba(_with_columns(learner, space.frozenset(p)), splits) for p in prefixes]
         if any(o is None for o in oof):
             continue  # a learner without probabilities cannot say how sure it is
         proba = [o[0] for o in oof]
@@ -106,8 +106,14 @@ def train_cascades(index, learner, sizes, *, price=None, relative_price=None, ta
         thresholds[mask] = fit.thresholds
         for prefix in prefixes[:-1]:  # the last stage always answers: no decision to take
             if prefix not in committees:
-                committees[prefix] = _committee(learner, space.frozenset(prefix), splits, classes)
+                committees[prefix] = _committee(learner, _with_columns(learner, space.frozenset(prefix)), splits, classes)
     return Cascades(thresholds, classes.tolist(), {m: c for m, c in committees.items() if c is not None})
+
+
+def _with_columns(learner, features) -> frozenset:
+    """``features`` less the steps among them (they add no columns, :mod:`polydom.steps`): a
+    chain's first prefix may hold a step alone, and is then the empty set's prior."""
+    return frozenset(f for f in features if learner.columns[f].stop > learner.columns[f].start)
 
 
 def _saving(proba, shares, y, saving, per_class):

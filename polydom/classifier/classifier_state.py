@@ -55,6 +55,13 @@ class ClassifierStateError(IndexFormatError):
     """
 
 
+def _columned(index) -> list[str]:
+    """The index's features that have columns: its items less the steps its features require
+    (``index.params["requires"]``, :mod:`polydom.steps`)."""
+    steps = {s for needed in ((index.params or {}).get("requires") or {}).values() for s in needed}
+    return [n for n in index.features if n not in steps]
+
+
 def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
@@ -305,7 +312,8 @@ class ClassifierMetadata:
         def bad(message):
             return ClassifierStateError(f"the classifier saved at {where} is damaged: {message}")
 
-        features = list(index.features)
+        features = list(index.features)  # the lattice's items: features, and the steps they share
+        columned = _columned(index)
         if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
             raise bad("params must be an object")
         tuples = self.params.get("__tuples__", [])
@@ -315,9 +323,9 @@ class ClassifierMetadata:
             isinstance(k, str) and isinstance(v, str) for k, v in self.unsaved_params.items()
         ):
             raise bad("unsaved_params must map parameter names to reprs")
-        if not isinstance(self.columns, list) or len(self.columns) != len(features):
-            raise bad(f"columns must hold one [start, stop] per feature of the index ({len(features)})")
-        for name, pair in zip(features, self.columns):
+        if not isinstance(self.columns, list) or len(self.columns) != len(columned):
+            raise bad(f"columns must hold one [start, stop] per feature of the index ({len(columned)})")
+        for name, pair in zip(columned, self.columns):
             if not (isinstance(pair, list) and len(pair) == 2 and all(_is_int(v) for v in pair)
                     and 0 <= pair[0] < pair[1] <= _MAX_COLUMN):
                 raise bad(f"columns of feature {name!r} must be [start, stop] with 0 <= start < stop, got {pair!r:.80}")
@@ -399,7 +407,7 @@ class ClassifierMetadata:
             feature_modules=tuple(feature_modules),
             decode_fit=None if self.decode_fit is None else CostFit.from_json(DECODE, self.decode_fit),
             classes=np.asarray(self.classes, dtype=np.dtype(self.classes_dtype)),
-            columns={n: slice(a, b) for n, (a, b) in zip(view.features, self.columns)},
+            columns={n: slice(a, b) for n, (a, b) in zip(_columned(view), self.columns)},
             cost_fits={name: CostFit.from_json(name, data) for name, data in self.cost_fits.items()},
             n0=self.n0, timing_sides=self.timing_sides, fit_stats=dict(self.fit_stats),
             # Whether this version serves its cascades is part of the version, as at its fit.
@@ -547,8 +555,8 @@ def _check_fitted(state, index) -> None:
     index.cost_guards()
     for size in (index.params.get("cost_guard_sizes") or ()):
         index.cost_guards(size)
-    for feature in state.planner.features.values():
-        columns = state.feature_columns[feature.name]
+    for name in state.feature_names:  # the steps add no columns
+        feature, columns = state.planner.features[name], state.feature_columns[name]
         if feature.dimension is not None and columns.stop - columns.start != feature.dimension:
             raise ValueError(f"feature {feature.name!r} has {feature.dimension} values, its columns "
                              f"{columns.start}:{columns.stop} say {columns.stop - columns.start}")

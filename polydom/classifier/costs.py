@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polydom.featurizers import MIN_SIDE, Feature, FeatureError, item_size, measure_costs, resize_square
+from polydom.featurizers import MIN_SIDE, Feature, FeatureError, Step, item_size, measure_costs, resize_square, with_steps
 from polydom.featurizers.timing import CostMeasurementWarning, CostSamples, check_timing
 from polydom.index.costcurve import CostCurve, format_curve
 from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
@@ -204,13 +204,24 @@ def choose_timing_images(images: Sequence, k: int, random_state=None) -> list[in
 
 
 class _Served:
-    """A feature's ``evaluate`` as a bare function: what serving calls, output checks included."""
+    """A feature's ``evaluate`` as a bare function: what serving calls, output checks included.
 
-    def __init__(self, feature: Feature):
-        self.feature = feature
+    As serving does, a feature gets the steps it requires from the last call of each step on the
+    same image (``prepared``, shared by the wrappers of one timing run), so that its time is its
+    own work; a step computes every time it is called, so that its time is the step's.
+    """
+
+    def __init__(self, feature, prepared: dict):
+        self.feature, self.prepared = feature, prepared
 
     def __call__(self, image):
-        return self.feature.evaluate(image)
+        held = self.prepared.get(id(image))
+        if held is None or held[0] is not image:  # another image now has that id
+            held = self.prepared[id(image)] = (image, {})
+        if isinstance(self.feature, Step):
+            held[1][self.feature.name] = self.feature.prepare(image)
+            return np.zeros(0)
+        return self.feature.evaluate(image, prepared=held[1])
 
 
 def warn_if_contended(measurements, stacklevel: int = 1) -> None:
@@ -257,6 +268,8 @@ def measure_feature_costs(
     Parameters
     ----------
     features : sequence of Feature
+        The steps they require (``featurizers.with_steps``) are timed too, each feature on
+        their outputs.
     images : sequence of array_like
         Real images; each is resized to every side (resizing is not timed).
     sides : sequence of int
@@ -286,7 +299,8 @@ def measure_feature_costs(
     Returns
     -------
     dict of str to CostFit
-        In feature order; each records its ``measured_range``.
+        The steps the features require, then the features, in order; each records its
+        ``measured_range``.
 
     Raises
     ------
@@ -299,10 +313,12 @@ def measure_feature_costs(
         The machine looked contended or unstable while timing.
     """
     images = list(images)
-    served = [Feature(f.name, _Served(f), f.description, f.dimension) for f in features]
+    features = with_steps(features)  # the steps they share are timed on their own, first
+    prepared: dict = {}
+    served = [Feature(f.name, _Served(f, prepared), f.description, f.dimension or None) for f in features]
     for side in dict.fromkeys(int(s) for s in sides):
         warm = resize_square(images[0], side)
-        for feature in features:
+        for feature in served:
             try:
                 feature(warm)
             except FeatureError as exc:
@@ -311,6 +327,7 @@ def measure_feature_costs(
     show = sys.stderr.isatty() if progress is None else bool(progress)
     m = measure_costs(served, images, sides, repeats=repeats, warmup=0 if prime else 1, prime=prime, warn=False,
                       progress=show)
+    prepared.clear()
     warn_if_contended(m, stacklevel=2)
     fits = {}
     for feature in features:
@@ -506,7 +523,8 @@ def costs_from_extraction(
     Returns
     -------
     dict of str to CostFit
-        In ``features`` order; ``sizes`` and ``seconds`` hold every call (extraction first).
+        The steps the features require, then the features, in order; ``sizes`` and ``seconds``
+        hold every call (extraction first).
     """
     from polydom.classifier.extraction import extract_features
 
@@ -543,7 +561,7 @@ def costs_from_extraction(
     items = np.arange(len(every_size), dtype=np.int64)
     column = {name: j for j, name in enumerate(matrix.names)}
     fits = {}
-    for feature in features:
+    for feature in with_steps(features):  # the steps the features share have curves of their own
         j = column[feature.name]
         seconds = np.maximum(cpu_all[:, j], 0.0)
         coefficients = fit_cost_curve(binned, seconds, degree=degree, quantile=quantile, items=items)

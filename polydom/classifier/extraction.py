@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polydom.featurizers import Feature, FeatureError, validate_image
+from polydom.featurizers import Feature, FeatureError, validate_image, with_steps
 from polydom.featurizers.provenance import source_digest
 
 __all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "machine_fingerprint",
@@ -68,7 +68,8 @@ def feature_fingerprint(features: Sequence[Feature]) -> str:
     h = hashlib.sha256(_FORMAT)
     for f in features:
         fn = getattr(f.function, "func", f.function)
-        h.update(repr((f.name, f.dimension, getattr(fn, "__module__", ""), getattr(fn, "__qualname__", ""))).encode())
+        h.update(repr((f.name, f.dimension, tuple(f.requires), getattr(fn, "__module__", ""),
+                       getattr(fn, "__qualname__", ""))).encode())
         h.update(source_digest(f.function).encode())
     for name in ("numpy", "scipy", "skimage", "PIL"):
         module = sys.modules.get(name)
@@ -99,10 +100,11 @@ def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk):
     cpu_seconds = np.empty((len(chunk), len(features)))
     for r, (index, image) in enumerate(chunk):
         array = validate_image(image, index=index)
+        prepared: dict = {}  # the steps' outputs, computed (and timed) once for the features after them
         at = 0
         for j, (feature, width) in enumerate(zip(features, widths)):
             start, start_cpu = clock(), cpu()
-            vector = feature.evaluate(array, index=index)
+            vector = feature.evaluate(array, index=index, prepared=prepared)
             seconds[r, j] = clock() - start
             cpu_seconds[r, j] = cpu() - start_cpu
             if vector.shape[0] != width:
@@ -118,7 +120,9 @@ def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk):
 
 def _widths(features: Sequence[Feature], first) -> list[int]:
     array = validate_image(first, index=0)
-    return [f.dimension if f.dimension is not None else len(f.evaluate(array, index=0)) for f in features]
+    prepared: dict = {}
+    return [f.dimension if f.dimension is not None else len(f.evaluate(array, index=0, prepared=prepared))
+            for f in features]
 
 
 def _cache_path(cache_dir, images, features) -> str:
@@ -180,6 +184,9 @@ def extract_features(
     images : sequence of array_like
         Valid images (see :func:`polydom.featurizers.validate_image`).
     features : sequence of Feature
+        In order. The steps they require (``featurizers.with_steps``) are added before them
+        where absent: each is computed once per image, timed in its own column of ``seconds``
+        and adds no columns to ``X`` (``columns`` gives it an empty range).
     n_jobs : int, optional
         Items are split into chunks computed in parallel through joblib (``-1``: all cores).
     cache_dir : path, optional
@@ -202,7 +209,7 @@ def extract_features(
     images = list(images)
     if not images:
         raise ValueError("no images: at least one is required")
-    features = list(features)
+    features = with_steps(features)
     names = [f.name for f in features]
     widths = _widths(features, images[0])
     columns, at = {}, 0

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from polydom.backends import backend_spec
-from polydom.featurizers import Feature, default_features, item_size, resolve_features
+from polydom.featurizers import Feature, default_features, item_size, resolve_features, with_steps
 from polydom.lattice.featureset import MAX_FEATURES
 
 from .calibration import CALIBRATION_IMAGES, calibrate_fits, guard_table, serving_sample
@@ -148,12 +148,13 @@ class FitResult:
         """The classifier's fitted attributes (``index_``, ``cost_fits_``, ``planner_`` ...), by name."""
         from .serving import ServingPlanner
 
+        items = with_steps(self.features)
         return {
             "index_": self.index, "classes_": self.classes, "feature_names_": tuple(f.name for f in self.features),
             "feature_columns_": self.columns, "cost_fits_": self.fits,
             "cost_curves_": {name: fit.curve for name, fit in self.fits.items()}, "n0_": self.n0,
             "timing_sides_": self.timing_sides, "fit_stats_": self.stats,
-            "planner_": ServingPlanner(self.index, {f.name: f for f in self.features}, cascade=self.cascade),
+            "planner_": ServingPlanner(self.index, {f.name: f for f in items}, cascade=self.cascade),
         }
 
 
@@ -353,6 +354,7 @@ def _measure_costs(images, sizes, matrix, s: FitSettings, say) -> dict[str, Cost
     ``timing_sides`` when the caller named them); then the curves are calibrated.
     """
     started = time.perf_counter()
+    items = with_steps(s.features)  # the steps are timed and fitted as the features are
     budget = TIMING_SHARE * float(np.nansum(matrix.seconds))
     parallel = s.n_jobs not in (None, 1)
     sample = None
@@ -360,16 +362,16 @@ def _measure_costs(images, sizes, matrix, s: FitSettings, say) -> dict[str, Cost
         # Half the budget for the sequential sample: at the extraction's mean time per image.
         count = int(min(CALIBRATION_IMAGES, len(images), max(24, TIMING_SHARE / 2 * len(images))))
         say(f"computing the features of {count} images one after another (the workers shared the machine)")
-        sample = serving_sample(images, s.features, sizes, count, s.random_state)
+        sample = serving_sample(images, items, sizes, count, s.random_state)
     serial, serial_sizes = sample if sample is not None else (matrix, sizes)
     per_image = np.nansum(serial.cpu_seconds if serial.cpu_seconds is not None else serial.seconds, axis=1)
     plan = plan_timing(serial_sizes, per_image, sides=s.timing_sides, degree=s.cost_degree, images=s.timing_images,
                        repeats=s.timing_repeats, budget=max(0.0, budget - (time.perf_counter() - started)))
     say(f"timing {len(s.features)} features: the training images' own calls, and {plan.describe()}")
-    fits = costs_from_extraction(s.features, images, serial, serial_sizes, plan=plan, quantile=s.cost_quantile,
+    fits = costs_from_extraction(items, images, serial, serial_sizes, plan=plan, quantile=s.cost_quantile,
                                  degree=s.cost_degree, random_state=s.random_state)
     if s.calibrate_costs:
-        fits = calibrate_fits(fits, images, s.features, matrix, sizes, parallel=parallel, quantile=s.cost_guard,
+        fits = calibrate_fits(fits, images, items, matrix, sizes, parallel=parallel, quantile=s.cost_guard,
                               random_state=s.random_state, sample=sample)
     return fits
 
@@ -443,9 +445,13 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     say = log.say
     t0 = time.perf_counter()
     sizes = np.array([item_size(im) for im in images], dtype=np.int64)
-    data_key = (images_fingerprint(images), feature_fingerprint(s.features))
+    # The steps the features share (greyscale ...) are items of their own: computed once per
+    # image, timed, fitted and costed once per set (polydom.steps).
+    items = with_steps(s.features)
+    requires = {f.name: f.requires for f in s.features if f.requires}
+    data_key = (images_fingerprint(images), feature_fingerprint(items))
     say(f"computing {len(s.features)} features of {len(images)} images")
-    matrix = extract_features(images, s.features, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
+    matrix = extract_features(images, items, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
                               progress=log.counter("computing features", len(images), "images") if plain else bars)
 
     t1 = time.perf_counter()
@@ -484,15 +490,17 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     if cache is not None:
         cache_key = expansion_cache_key(matrix, y, splits + (learner.screen_splits or []), s.estimator, s.scoring)
         options.update(cache=cache, cache_key=cache_key)
-    bar = TrainingProgress(s.progress, 2 ** len(s.features) - sets_in_cache(cache, cache_key), log=log)
+    if requires:
+        options["requires"] = requires
+    bar = TrainingProgress(s.progress, 2 ** len(items) - sets_in_cache(cache, cache_key), log=log)
     try:
-        index = polydom.build({name: fit.curve for name, fit in fits.items()}, learner, alpha=s.alpha, e=s.e,
+        index = polydom.build({item.name: fits[item.name].curve for item in items}, learner, alpha=s.alpha, e=s.e,
                               backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
     except BaseException:
         bar.close(done=False)
         raise
     bar.close()
-    lattice = 2 ** len(s.features)
+    lattice = 2 ** len(items)
     fully, partly = index.stats.get("fully_trained", len(index.trained)), index.stats.get("partly_trained", 0)
     if partly:
         say(f"{fully} of {lattice} feature sets trained fully, {partly} screened only "

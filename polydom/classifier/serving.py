@@ -219,8 +219,11 @@ class ServingPlanner:
             model = models.get(int(key))
             if model is None:
                 raise RuntimeError(f"the index has no model for feature set {sorted(chosen)}")
-            # The set's features in the version's column order, which is what its model was trained on.
-            plan = SetPlan(int(key), tuple(self.features[n] for n in index.features if n in chosen), model)
+            # The set's usable features in the version's column order, which is what its model was
+            # trained on: a feature whose steps the set lacks adds nothing (polydom.steps), and
+            # a step adds no columns.
+            plan = SetPlan(int(key), tuple(self.features[n] for n in index.features
+                                           if n in chosen and _usable(self.features[n], chosen)), model)
             if cached is not models:
                 plans = {}
                 self._cache = (models, plans)
@@ -267,6 +270,7 @@ class ServingPlanner:
             size = array.shape[0] * array.shape[1]
         computed = {}
         features = self.features
+        prepared: dict = {}  # the steps' outputs (greyscale ...), computed once for every feature
 
         pixels = [array]
 
@@ -274,9 +278,9 @@ class ServingPlanner:
             if pixels[0] is None:  # only a feature predicted free is computed at budget 0: decode for it
                 pixels[0] = decode_image(image, index=i)
             if deadline is None:
-                vector = features[name].evaluate(pixels[0], index=i)
+                vector = features[name].evaluate(pixels[0], index=i, prepared=prepared)
             else:
-                vector = _by_deadline(features[name], pixels[0], i, deadline)
+                vector = _by_deadline(features[name], pixels[0], i, deadline, prepared)
             computed[name] = vector
             return vector
 
@@ -386,6 +390,12 @@ class Server:
         return self.planner.explain(images, budgets, speculate=self.speculate)
 
 
+def _usable(feature, chosen) -> bool:
+    """Whether ``feature`` (a Feature or a Step) adds columns to the set ``chosen``: it is no step
+    and ``chosen`` holds every step it needs."""
+    return feature.dimension != 0 and all(step in chosen for step in feature.requires)
+
+
 def _version_of(index):
     """The version a loaded index serves now (:meth:`StoredIndex._view`, which no refresh
     changes); any other index -- built in memory, or a wrapper -- as it is."""
@@ -426,7 +436,7 @@ class _DeadlineWorkers:
         with self.lock:
             self.running_abandoned -= 1
 
-    def run(self, feature: Feature, array: np.ndarray, i: int, deadline: float) -> np.ndarray:
+    def run(self, feature: Feature, array: np.ndarray, i: int, deadline: float, prepared: dict) -> np.ndarray:
         wake = deadline - self.margin()
         with self.lock:  # one decision for all threads: check and submit together
             if self.running_abandoned:
@@ -434,7 +444,7 @@ class _DeadlineWorkers:
                 # request behind it (served for real at 0.5 ms, 39% of the walks that started no
                 # feature past its guard overran while abandoned ones piled up), so give up now.
                 raise FeatureTimeout(feature.name)
-            future = self.pool.submit(_stamped, feature, array, i)
+            future = self.pool.submit(_stamped, feature, array, i, prepared)
         try:
             vector, finished = future.result(timeout=max(0.0, wake - time.perf_counter()))
         except FutureTimeout:
@@ -457,9 +467,9 @@ def _quantile90(values) -> float:
     return seen[int(0.9 * (len(seen) - 1))] if seen else 0.0
 
 
-def _stamped(feature: Feature, array: np.ndarray, i: int) -> tuple[np.ndarray, float]:
+def _stamped(feature: Feature, array: np.ndarray, i: int, prepared: dict) -> tuple[np.ndarray, float]:
     """The feature's vector and when the worker finished computing it."""
-    vector = feature.evaluate(array, index=i)
+    vector = feature.evaluate(array, index=i, prepared=prepared)
     return vector, time.perf_counter()
 
 
@@ -467,7 +477,7 @@ _WORKERS: _DeadlineWorkers | None = None
 _WORKERS_LOCK = threading.Lock()
 
 
-def _by_deadline(feature: Feature, array: np.ndarray, i: int, deadline: float) -> np.ndarray:
+def _by_deadline(feature: Feature, array: np.ndarray, i: int, deadline: float, prepared: dict | None = None) -> np.ndarray:
     """``feature`` on ``array``, computed on a worker thread; ``FeatureTimeout`` by ``deadline``
     (on ``time.perf_counter()``) if it has not finished. The computation is then left to finish
     unused: a Python thread cannot be stopped."""
@@ -475,4 +485,4 @@ def _by_deadline(feature: Feature, array: np.ndarray, i: int, deadline: float) -
     with _WORKERS_LOCK:
         if _WORKERS is None:
             _WORKERS = _DeadlineWorkers()
-    return _WORKERS.run(feature, array, i, deadline)
+    return _WORKERS.run(feature, array, i, deadline, {} if prepared is None else prepared)

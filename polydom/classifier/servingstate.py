@@ -68,7 +68,8 @@ class ServingState:
     classes : ndarray
         ``classes_``, read-only.
     feature_names : tuple of str
-        ``index.features``.
+        ``index.features`` less the steps the features share (``featurizers.Step``): those are
+        items of the lattice, timed and costed, but add no columns.
     feature_columns : mapping of str to slice
         Each feature's column range (read-only mapping), keyed in ``feature_names`` order.
     cost_fits, cost_curves : dict of str to CostFit, CostCurve
@@ -89,7 +90,7 @@ class ServingState:
 
     Notes
     -----
-    Invariants: ``feature_names == tuple(index.features)`` and ``feature_columns`` has one
+    Invariants: ``feature_names`` is ``index.features`` in order, less its steps, and ``feature_columns`` has one
     entry per feature, in that order; ``planner.index`` serves ``index`` (it is ``index`` unless
     a planner over the live index was assigned from outside, whose ``_view()`` was ``index``);
     every class a stored model predicts is in ``classes`` (checked when built from a saved
@@ -118,12 +119,17 @@ class ServingState:
         """A state serving ``index`` (default ``view_of(source)``) with a new planner over it.
 
         ``features`` maps names to :class:`~polydom.featurizers.Feature` objects (at least the
-        index's); ``columns`` maps names to slices.
+        index's; the :class:`~polydom.featurizers.Step` objects they require are added);
+        ``columns`` maps names to slices.
         """
+        from polydom.featurizers import Step, with_steps
+
         from .serving import ServingPlanner
 
         index = view_of(source) if index is None else index
-        names = tuple(index.features)
+        features = {f.name: f for f in with_steps(features.values())}  # and the steps they share
+        # The features, in the index's order; its steps add no columns and are not features.
+        names = tuple(n for n in index.features if not isinstance(features.get(n), Step))
         # The classifier's own planner learns nothing: predicting leaves the fitted state as it is
         # (a service that should learn its guards asks for a Server).
         planner = ServingPlanner(index, features, cascade=bool(cascade), learn=False, decode=decode_fit)

@@ -45,7 +45,8 @@ def describe_index(index) -> dict:
     """What ``polydom inspect`` shows, as JSON-able data, from ``index.summary()``.
 
     Keys: ``path``, ``version``, ``backend``, ``domain``, ``counts``, ``features`` (name,
-    coefficients, readable cost expression, and the defining ``module`` for a saved classifier),
+    coefficients, readable cost expression, the defining ``module`` for a saved classifier, the
+    steps a feature ``requires`` and ``step: true`` for such a step),
     ``params``, ``stats``; for an index whose summary
     has ``bounds`` (PolyDom) also ``bounds`` and ``ranges`` (per range its interval and skyline:
     features, accuracy, key, cost at the range's start, ``std_error`` when the set has one, and
@@ -58,6 +59,8 @@ def describe_index(index) -> dict:
     summary = index.summary()
     details = summary["details"]
     sources = _feature_modules(index)
+    requires = (index.params or {}).get("requires") or {}  # the steps features share (polydom.steps)
+    steps = {s for needed in requires.values() for s in needed}
     store = store_of(index)
     lo, hi = index.domain
     info = {
@@ -68,7 +71,9 @@ def describe_index(index) -> dict:
         "counts": {"features": len(summary["features"]), "explored": summary["trained"]},
         "features": [
             {"name": name, "coefficients": list(curve.coefficients), "cost": str(curve.expression()),
-             **({"module": sources[name]} if name in sources else {})}
+             **({"module": sources[name]} if name in sources else {}),
+             **({"requires": list(requires[name])} if name in requires else {}),
+             **({"step": True} if name in steps else {})}
             for name, curve in zip(index.features, index.costs)
         ],
     }

@@ -43,7 +43,8 @@ class GridResult:
         Seconds the cost curves predicted for them.
     n_features : ndarray of int, shape (n_budgets, n_items)
     keys : ndarray of int, shape (n_budgets, n_items)
-        The bitmask of the features each answer used (over ``clf.feature_names_``).
+        The bitmask of the items each answer used (over ``clf.index_.features``: the features
+        and the steps they share).
     """
 
     budgets: np.ndarray
@@ -98,7 +99,7 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
         now[0] += took
         if cpu_seconds is not None:
             cpu_now[0] += cpu_seconds[positions[name]]
-        return None if row is None else row[columns[name]]
+        return None if row is None else row[columns[name]] if name in columns else row[:0]  # a step: no columns
 
     clock = lambda: now[0]  # noqa: E731 - a replayed clock
     if mode == "plain":
@@ -121,8 +122,9 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     clf : fitted CostSensitiveClassifier
     X : ndarray of shape (n_items, n_columns)
         All features of the held-out items, in ``clf.feature_columns_`` layout.
-    seconds : ndarray of shape (n_items, n_features)
-        Each feature's measured time on each item.
+    seconds : ndarray of shape (n_items, n_items_of_the_index)
+        Each item's measured time on each image, in ``clf.index_.features`` order (as
+        :func:`~polydom.classifier.extraction.extract_features` lays out the same features).
     sizes : sequence of int
         Item sizes.
     y : array_like
@@ -158,7 +160,9 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     n_features = np.zeros((k, n), dtype=np.int64)
     served = np.zeros((k, n), dtype=np.int64)
     columns = clf.feature_columns_
-    positions = {name: j for j, name in enumerate(clf.feature_names_)}
+    # The index's items in its order (the steps its features share, then the features): the
+    # order in which extract_features lays out the seconds of the same features.
+    positions = {name: j for j, name in enumerate(planner.index.features)}
     from polydom.classifier.costs import decode_fits
 
     decode = getattr(planner, "decode", None)

@@ -224,8 +224,8 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
         grid = serve_grid(_Replayable(clf, clf.server().planner), held.X, held.seconds, sizes, y_test, budgets,
                           cpu_seconds=held.cpu_seconds, decode_seconds=decode_seconds)
         late = grid.measured > budgets[:, None]
-        names = clf.feature_names_
-        used = [[tuple(n for j, n in enumerate(names) if key >> j & 1) for key in row] for row in grid.keys]
+        plan = clf.planner_.plan  # a served set's features (the steps they share are not features)
+        used = [[plan(int(key)).names for key in row] for row in grid.keys]
         replayed[name], keys[name] = Served(grid.correct & ~late, late, used), grid.keys
     # The index loaded from disk serves exactly what the fitted classifier served.
     round_trip = bool(np.array_equal(keys[DEFAULT], keys.pop("before saving")))

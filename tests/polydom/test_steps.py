@@ -3,6 +3,8 @@
 import itertools
 import math
 
+import numpy as np
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -100,3 +102,105 @@ def test_the_steps_are_saved_with_the_index(backend, tmp_path):
     loaded = polydom.load(tmp_path / "index")
     assert loaded.cost_of({"a", "b"}, 1.0) == index.cost_of({"a", "b"}, 1.0) == 8.0
     assert loaded.params["requires"] == {"a": ["grey"], "b": ["grey"]}
+
+
+# ---------------------------------------------------------------- the classifier's built-in features
+
+class CountingStep:
+    """The greyscale conversion, counting its calls (picklable, module-level)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, image):
+        self.calls += 1
+        return STEPS_BEFORE["grey"].function(image)
+
+
+STEPS_BEFORE = dict(__import__("polydom.featurizers", fromlist=["STEPS"]).STEPS)
+
+
+@pytest.fixture(scope="module")
+def small_digits():
+    import numpy as np
+
+    from polydom.featurizers.datasets import load_digits_images
+
+    images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
+    return images, labels, np.arange(len(images)) // 2
+
+
+@pytest.mark.parametrize("backend", ["polydom", "greedy"])
+def test_the_built_in_features_share_the_greyscale_step_and_serving_computes_it_once(
+        small_digits, fast_params, backend, monkeypatch):
+    from polydom.featurizers import STEPS, Step
+    from polydom.index.ranking import step_needs, tight_set
+
+    counting = CountingStep()
+    monkeypatch.setitem(STEPS, "grey", Step("grey", counting, "counted"))
+    images, labels, groups = small_digits
+    names = ["intensity_hist", "thumbnail", "edge_density"]
+    clf = polydom.CostSensitiveClassifier(features=names, selection=polydom.Selection(backend=backend),
+                                          **fast_params).fit(images, labels, groups=groups)
+    index = clf.index_
+    assert clf.feature_names_ == tuple(names) and index.features == ("grey", *names)
+    assert index.params["requires"] == {n: ["grey"] for n in names} and "grey" in clf.cost_fits_
+    size = float(images[0].size)
+    together = index.cost_of({"intensity_hist", "thumbnail"}, size)
+    apart = index.cost_of({"intensity_hist"}, size) + index.cost_of({"thumbnail"}, size)
+    assert together == pytest.approx(apart - clf.cost_curves_["grey"](size)) and together < apart
+
+    counting.calls = 0
+    record = clf.explain(images[:1], budget=None)[0]
+    assert len(record.features) >= 2 and counting.calls == 1
+    assert record.steps[0] == ("compute", "grey") and record.steps.count(("compute", "grey")) == 1
+    # Served the same labels as the features computed one by one, each converting on its own.
+    from polydom.featurizers import compute_features
+
+    vectors = compute_features(images[0], names)
+    plan = clf.planner_.plan(index.space.mask(["grey", *record.features]))
+    x = np.concatenate([vectors[n] for n in plan.names])
+    assert plan.predictor.predict_one(x) == record.label
+
+    # Whatever the budget, the set served holds the step its features need and no step they don't.
+    needs = step_needs(index.space, index.params["requires"])
+    for budget in (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 1.0):
+        for side in (16, 24):
+            key = index.lookup(float(side * side), budget).key
+            assert tight_set(key, needs) == key, (budget, side, sorted(index.space.frozenset(key)))
+
+
+def test_a_custom_feature_takes_the_greyscale_step_once_with_the_built_in_ones(monkeypatch):
+    from polydom.featurizers import STEPS, Step, compute_features, unregister_feature
+
+    counting = CountingStep()
+    monkeypatch.setitem(STEPS, "grey", Step("grey", counting, "counted"))
+
+    @polydom.feature(dimension=1, requires=("grey",))
+    def mean_grey(image, grey):
+        "Mean grey level."
+        return [grey.mean()]
+
+    try:
+        image = np.zeros((16, 16, 3))
+        image[..., 0] = 1.0
+        vectors = compute_features(image, ["mean_grey", "thumbnail", "intensity_hist"])
+        assert counting.calls == 1 and vectors["mean_grey"][0] == pytest.approx(0.2125, abs=1e-3)
+        assert mean_grey.requires == ("grey",)
+        with pytest.raises(ValueError, match="unknown steps"):
+            polydom.feature(requires=("blur",))(lambda image, blur: [0.0])
+    finally:
+        unregister_feature("mean_grey")
+
+
+def test_greedy_adds_a_feature_with_the_steps_it_lacks():
+    costs = {"a": [1.0], "b": [2.0], "grey": [5.0]}
+    index = polydom.build(costs, lambda fs: 0.5 + 0.2 * len(fs), requires={"a": ["grey"], "b": ["grey"]},
+                          backend="greedy", n0=1.0)
+    names = index.space.names
+    for sequence in index.sequences:
+        order = [names[i] for i in sequence]
+        assert order.index("grey") < min(order.index("a"), order.index("b"))  # the step before its users
+    # Every budget that fits the step and a feature serves one; more budget never serves less.
+    served = [index.lookup(1.0, b).accuracy for b in (0.0, 5.0, 6.0, 7.9, 8.0, 100.0)]
+    assert served == sorted(served) and served[2] == pytest.approx(0.7) and served[4] == pytest.approx(0.9)
