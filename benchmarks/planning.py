@@ -315,7 +315,7 @@ def fit_real(args):
         held = extract_features(test_images, resolve_features(DEFAULT_FEATURES), n_jobs=None,
                                 cache_dir=None if args.cache is None else os.path.join(args.cache, "features"))
         stages["held-out features"] = time.perf_counter() - t
-    assert list(held.names) == list(clf.feature_names_), "held-out columns follow the classifier's features"
+    assert list(held.names) == list(clf.index_.features), "held-out columns follow the index's items (steps first)"
     sizes = np.array([im.shape[0] * im.shape[1] for im in test_images], dtype=np.float64)
     info = {"stages": stages, "cached": held.cached, "stored": stored, "notes": notes, "params": params}
     return clf, HeldOut(sizes, labels[test], test // len(sides), held.X, held.seconds), info
@@ -413,7 +413,7 @@ def correct_answers(clf, held: HeldOut, keys: np.ndarray) -> np.ndarray:
 def serve_static(clf, held: HeldOut, budgets: np.ndarray, guarded: bool) -> dict:
     """Every held-out image served with its own budget, no re-planning."""
     index = clf.planner_.index
-    position = {name: j for j, name in enumerate(clf.feature_names_)}
+    position = {name: j for j, name in enumerate(clf.index_.features)}  # the seconds' columns
     keys, spent = np.empty(len(budgets), dtype=np.int64), np.empty(len(budgets))
     for i, budget in enumerate(budgets):
         choice = replay_select(index, position, held.seconds[i], float(held.sizes[i]), float(budget), guarded)
@@ -428,7 +428,7 @@ def serve_account(clf, held: HeldOut, total: float) -> dict:
     from polydom.classifier.batchaccount import BatchAccount
 
     index = clf.planner_.index
-    position = {name: j for j, name in enumerate(clf.feature_names_)}
+    position = {name: j for j, name in enumerate(clf.index_.features)}  # the seconds' columns
     account = BatchAccount(index, held.sizes, total)
     keys = np.empty(len(held.sizes), dtype=np.int64)
     for i in range(len(keys)):
@@ -445,7 +445,7 @@ def full_sets(clf, held: HeldOut, keys: np.ndarray) -> dict:
     """Every held-out image given the whole set ``keys[i]``, whatever the clock says (no anytime
     fallback): what the sets chosen are worth when computed, and what computing them cost."""
     index = clf.planner_.index
-    position = {name: j for j, name in enumerate(clf.feature_names_)}
+    position = {name: j for j, name in enumerate(clf.index_.features)}  # the seconds' columns
     spent = 0.0
     for key in np.unique(keys):
         rows = np.flatnonzero(keys == key)
@@ -720,7 +720,7 @@ def real_report(args, clf, held: HeldOut, info: dict, sweep, predicted, held_row
             f"{r['greedy_full_spent']:.2f} | {r['equal_full'].text()} | {r['equal_predicted']:.3f} | "
             f"{r['equal_full_spent']:.2f} | {gain(r['greedy_full_vs_equal_full'])} |"
         )
-    names = list(clf.feature_names_)
+    names = list(clf.index_.features)  # the features and the steps they share, as the seconds' columns
     lines += [
         "",
         f"Plot: `{figures[1]}`.",
@@ -736,7 +736,7 @@ def real_report(args, clf, held: HeldOut, info: dict, sweep, predicted, held_row
     ]
     for size in unique:
         rows = held.sizes == size
-        ratios = [float(np.median(held.seconds[rows, j])) / index.cost_of([n], size) for j, n in enumerate(names)]
+        ratios = [float(np.median(held.seconds[rows, j])) / float(clf.cost_curves_[n](size)) for j, n in enumerate(names)]
         lines.append(f"| {size:,} | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")
     return lines
 
