@@ -164,8 +164,14 @@ def as_gray_float(image) -> np.ndarray:
     """
     array = np.asarray(image)
     if array.ndim == 3:
-        array = rgb2gray(array[..., :3])
-    return img_as_float64(array)
+        return img_as_float64(rgb2gray(array[..., :3]))
+    # What img_as_float64 computes, without its checks: on small grey images they cost more
+    # than the conversion, and the shared ``grey`` step precedes every feature of a set.
+    if array.dtype == np.float64:
+        return array
+    if array.dtype.kind == "u":
+        return np.multiply(array, 1.0 / np.iinfo(array.dtype).max, dtype=np.float64)
+    return array.astype(np.float64)
 
 
 def _grey(image, grey) -> np.ndarray:

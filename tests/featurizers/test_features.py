@@ -364,3 +364,26 @@ def test_fashion_mnist_missing_or_malformed(tmp_path):
         handle.write(bytes([0, 0, 0x08, 1]) + np.array([5], ">u4").tobytes() + b"abc")
     with pytest.raises(ValueError, match="holds 3 values"):
         read_idx(bad)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, bool, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("channels", [None, 3, 4])
+def test_the_grey_step_converts_every_accepted_image_as_scikit_image_does(dtype, channels):
+    from skimage.util import img_as_float64
+
+    from polydom.featurizers import STEPS, as_gray_float
+
+    rng = np.random.default_rng(3)
+    shape = (9, 12) if channels is None else (9, 12, channels)
+    if dtype is bool:
+        image = rng.random(shape) > 0.5
+    elif np.dtype(dtype).kind == "u":
+        image = rng.integers(0, np.iinfo(dtype).max, shape, endpoint=True).astype(dtype)
+    else:
+        image = rng.random(shape).astype(dtype)
+    expected = img_as_float64(rgb2gray(image[..., :3]) if channels else image)
+    grey = as_gray_float(image)
+    assert grey.dtype == np.float64 and np.array_equal(grey, expected)
+    assert np.array_equal(STEPS["grey"].prepare(image), expected)
+    if dtype is np.float64 and channels is None:
+        assert grey is image  # no copy
