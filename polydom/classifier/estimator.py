@@ -77,11 +77,12 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         The index: ``index_.lookup(size, budget)``.
     classes_ : ndarray
     feature_names_ : tuple of str
-        The index's feature order.
+        The features, in the index's order. ``index_.features`` also holds the steps they share
+        (``grey`` for the built-in features, ``docs/shared-steps.md``).
     feature_columns_ : dict of str to slice
         Each feature's column range in the feature matrix (a set's vector keeps this order).
     cost_fits_ : dict of str to CostFit
-        Timings and fitted cost curve of each feature.
+        Timings and fitted cost curve of each feature and of each step they share.
     cost_curves_ : dict of str to CostCurve
     n0_ : float
         Median training item size (the Greedy expansion size).

@@ -53,12 +53,13 @@ class Explanation:
     budget : float
         Seconds allowed for feature extraction (``inf``: no limit).
     features : tuple of str
-        The features computed, in the index's feature order.
+        The features of the set served, in the index's feature order (a step they share, such
+        as ``grey``, is listed in ``steps`` only).
     estimated_accuracy : float
         The score the index ranks the model's feature set by (its cross-validated accuracy, or
         the monotone fit of those; see ``Choice.accuracy``).
     predicted_cost : float
-        Seconds the fitted cost curves predict for those features at ``size``.
+        Seconds the fitted cost curves predict for those features and their steps at ``size``.
     measured_cost : float
         Seconds the extraction took.
     label : object
