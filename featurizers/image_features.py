@@ -43,6 +43,7 @@ __all__ = [
     "harris_corners",
     "hog_pooled",
     "intensity_hist",
+    "is_colour",
     "item_size",
     "lbp_hist",
     "size_meta",
@@ -172,6 +173,12 @@ def as_gray_float(image) -> np.ndarray:
     if array.dtype.kind == "u":
         return np.multiply(array, 1.0 / np.iinfo(array.dtype).max, dtype=np.float64)
     return array.astype(np.float64)
+
+
+def is_colour(image) -> bool:
+    """Whether a valid image has colour channels, so that converting it to grey levels is work
+    (a grey image is only cast to float)."""
+    return np.ndim(image) == 3
 
 
 def _grey(image, grey) -> np.ndarray:

@@ -84,11 +84,17 @@ class Step:
         ``function(image) -> value``, deterministic; the value is what the features receive.
     description : str
         One line for people.
+    does_work : callable, optional
+        ``does_work(image) -> bool``: whether the step does real work on that (validated)
+        image. A step that does none on any image of a collection (``grey`` on grey images: a
+        cast) costs more as a timed call of its own than it saves; there each feature computes
+        it itself (:func:`with_steps`). None: it always does.
     """
 
     name: str
     function: Callable[[np.ndarray], object]
     description: str = ""
+    does_work: Callable[[np.ndarray], bool] | None = None
 
     #: A step adds no columns to a feature vector.
     dimension = 0
@@ -114,6 +120,10 @@ class Step:
             raise FeatureError(f"step {self.name!r} failed{_where(index)}: {type(exc).__name__}: {exc}",
                                feature=self.name, index=index) from exc
 
+    def works_on(self, images) -> bool:
+        """Whether the step does work on any of ``images`` (arrays), so that sharing it pays."""
+        return self.does_work is None or any(self.does_work(np.asarray(image)) for image in images)
+
     def evaluate(self, image: np.ndarray, *, index=None, prepared: dict | None = None) -> np.ndarray:
         """Prepare ``image`` into ``prepared[name]`` (once: a value already there is kept) and
         return the step's empty vector, so that a step is computed where features are."""
@@ -128,7 +138,7 @@ _NO_COLUMNS = np.zeros(0)
 
 #: The built-in steps, by name.
 STEPS: dict[str, Step] = {
-    "grey": Step("grey", _img.as_gray_float, "grey levels as float64 in [0, 1]"),
+    "grey": Step("grey", _img.as_gray_float, "grey levels as float64 in [0, 1]", _img.is_colour),
 }
 
 
@@ -425,13 +435,18 @@ def resolve_features(
     return list(resolved.values())
 
 
-def with_steps(features) -> list:
+def with_steps(features, images=None) -> list:
     """The :class:`Step` objects ``features`` require (in `STEPS` order) and do not hold already,
     then ``features``: the items a fit times and a lattice holds, each step before the features
-    that need it."""
+    that need it.
+
+    With ``images``, only the steps that do work on at least one of them (:meth:`Step.works_on`):
+    on grey images the ``grey`` step is a cast, cheaper inside each feature than as a timed call
+    of its own (``docs/shared-steps.md``)."""
     features = list(features)
     needed = {name for f in features for name in f.requires} - {f.name for f in features}
-    return [step for name, step in STEPS.items() if name in needed] + features
+    return [step for name, step in STEPS.items()
+            if name in needed and (images is None or step.works_on(images))] + features
 
 
 def compute_features(

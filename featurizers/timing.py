@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from skimage.transform import resize
+from skimage.util import img_as_float64
 
 from polydom.featurizers.image_features import MIN_SIDE, as_gray_float, validate_image
 from polydom.featurizers.registry import Feature, resolve_features
@@ -158,16 +159,20 @@ class CostMeasurements:
 
 
 def resize_square(image, side: int) -> np.ndarray:
-    """Resize a valid image to ``side x side`` grey pixels.
+    """Resize a valid image to ``side x side`` pixels, grey or RGB as it came.
 
-    Aspect ratio is not kept. Downscaling is anti-aliased. The result keeps
-    the input's dtype family: ``uint8`` and ``uint16`` inputs give ``uint8``
+    Aspect ratio is not kept. Downscaling is anti-aliased. A colour image stays in colour (its
+    alpha dropped), so that features are timed on what they convert, as on the images served.
+    The result keeps the input's dtype family: ``uint8`` and ``uint16`` inputs give ``uint8``
     and ``uint16`` (rounded), everything else ``float64`` in ``[0, 1]``.
     """
     array = np.asarray(image)
-    gray = as_gray_float(array)
-    anti_alias = side < max(gray.shape)
-    out = resize(gray, (side, side), order=1, anti_aliasing=anti_alias, mode="reflect")
+    if array.ndim == 3:
+        pixels, shape = img_as_float64(array[..., :3]), (side, side, 3)
+    else:
+        pixels, shape = as_gray_float(array), (side, side)
+    anti_alias = side < max(pixels.shape[:2])
+    out = resize(pixels, shape, order=1, anti_aliasing=anti_alias, mode="reflect")
     out = np.clip(out, 0.0, 1.0)
     if array.dtype in (np.uint8, np.uint16):
         top = np.iinfo(array.dtype).max

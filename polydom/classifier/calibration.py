@@ -196,7 +196,8 @@ def serving_sample(images, features, sizes, count: int = CALIBRATION_IMAGES, ran
     chosen = np.sort(order[np.linspace(0, len(order) - 1, min(count, len(order))).astype(int)])
     # Shuffled, so that a feature's call does not always follow an image of the same size.
     chosen = rng.permutation(chosen)
-    return extract_features([images[i] for i in chosen], features, n_jobs=None, progress=False), sizes[chosen]
+    return extract_features([images[i] for i in chosen], features, n_jobs=None, progress=False,
+                            steps=False), sizes[chosen]
 
 
 def calibrate_fits(fits: dict, images, features, matrix, sizes, *, parallel: bool, quantile=DEFAULT_GUARD_QUANTILE,

@@ -206,9 +206,9 @@ def choose_timing_images(images: Sequence, k: int, random_state=None) -> list[in
 class _Served:
     """A feature's ``evaluate`` as a bare function: what serving calls, output checks included.
 
-    As serving does, a feature gets the steps it requires from the last call of each step on the
-    same image (``prepared``, shared by the wrappers of one timing run), so that its time is its
-    own work; a step computes every time it is called, so that its time is the step's.
+    As serving does, a feature gets the steps it requires from the last call of each step item on
+    the same image (``prepared``, shared by the wrappers of one timing run), so that its time is
+    its own work; a step computes every time it is called, so that its time is the step's.
     """
 
     def __init__(self, feature, prepared: dict):
@@ -221,7 +221,8 @@ class _Served:
         if isinstance(self.feature, Step):
             held[1][self.feature.name] = self.feature.prepare(image)
             return np.zeros(0)
-        return self.feature.evaluate(image, prepared=held[1])
+        # A step that is no item of this timing the feature computes itself, in its own time.
+        return self.feature.evaluate(image, prepared=dict(held[1]))
 
 
 def warn_if_contended(measurements, stacklevel: int = 1) -> None:
@@ -247,6 +248,7 @@ def measure_feature_costs(
     domain: tuple[float, float] = (0.0, math.inf),
     prime: bool = True,
     progress: bool | None = None,
+    steps: bool | None = None,
 ) -> dict[str, CostFit]:
     """Time every feature on ``images`` resized to each side, and fit one cost curve per feature.
 
@@ -267,9 +269,12 @@ def measure_feature_costs(
 
     Parameters
     ----------
-    features : sequence of Feature
-        The steps they require (``featurizers.with_steps``) are timed too, each feature on
-        their outputs.
+    features : sequence of Feature (and Step)
+        A step item is timed on its own, and the features after it on its output.
+    steps : bool, optional
+        Add the steps the features require, as for
+        :func:`~polydom.classifier.extraction.extract_features`: None (default) those that do
+        work on ``images``, True all, False none.
     images : sequence of array_like
         Real images; each is resized to every side (resizing is not timed).
     sides : sequence of int
@@ -299,7 +304,7 @@ def measure_feature_costs(
     Returns
     -------
     dict of str to CostFit
-        The steps the features require, then the features, in order; each records its
+        The items timed, in order (the steps before the features); each records its
         ``measured_range``.
 
     Raises
@@ -313,7 +318,7 @@ def measure_feature_costs(
         The machine looked contended or unstable while timing.
     """
     images = list(images)
-    features = with_steps(features)  # the steps they share are timed on their own, first
+    features = list(features) if steps is False else with_steps(features, None if steps else images)
     prepared: dict = {}
     served = [Feature(f.name, _Served(f, prepared), f.description, f.dimension or None) for f in features]
     for side in dict.fromkeys(int(s) for s in sides):
@@ -505,7 +510,8 @@ def costs_from_extraction(
 
     Parameters
     ----------
-    features : sequence of Feature
+    features : sequence of Feature (and Step)
+        The items of ``matrix``, in its order (a shared step first, ``featurizers.with_steps``).
     images : sequence of array
         The training images (validated).
     matrix : polydom.classifier.extraction.FeatureMatrix
@@ -523,8 +529,7 @@ def costs_from_extraction(
     Returns
     -------
     dict of str to CostFit
-        The steps the features require, then the features, in order; ``sizes`` and ``seconds``
-        hold every call (extraction first).
+        In ``features`` order; ``sizes`` and ``seconds`` hold every call (extraction first).
     """
     from polydom.classifier.extraction import extract_features
 
@@ -538,7 +543,8 @@ def costs_from_extraction(
         jobs = [(side, pool[k % len(pool)]) for side in plan.sides for k in range(plan.calls_per_side)]
         jobs = [jobs[i] for i in rng.permutation(len(jobs))]  # no side always after another
         try:
-            timed = extract_features([resize_square(images[i], side) for side, i in jobs], features, progress=False)
+            timed = extract_features([resize_square(images[i], side) for side, i in jobs], features, progress=False,
+                                     steps=False)
         except FeatureError as exc:
             if exc.index is None:
                 raise
@@ -561,7 +567,7 @@ def costs_from_extraction(
     items = np.arange(len(every_size), dtype=np.int64)
     column = {name: j for j, name in enumerate(matrix.names)}
     fits = {}
-    for feature in with_steps(features):  # the steps the features share have curves of their own
+    for feature in features:  # a step item has a curve of its own
         j = column[feature.name]
         seconds = np.maximum(cpu_all[:, j], 0.0)
         coefficients = fit_cost_curve(binned, seconds, degree=degree, quantile=quantile, items=items)

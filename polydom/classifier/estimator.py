@@ -381,8 +381,10 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         timing = self._policies()[1]
         repeats = timing.repeats if repeats is None else repeats
         check_param("repeats", repeats, [Integer(low=1)])
-        fits = measure_feature_costs(list(state.planner.features.values()), images, sides, repeats=repeats,
-                                     quantile=timing.quantile, degree=timing.degree, progress=self.progress)
+        # The index's items, the steps it shares among them, timed as the fit timed them.
+        items = [state.planner.features[name] for name in state.index.features]
+        fits = measure_feature_costs(items, images, sides, repeats=repeats, quantile=timing.quantile,
+                                     degree=timing.degree, progress=self.progress, steps=False)
         # The serving overhead and guard were learned at fit time, on the training extraction.
         fits = {name: carry_calibration(state.cost_fits[name], fit) for name, fit in fits.items()}
         planner = state.planner.with_costs({name: fit.curve for name, fit in fits.items()})

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polydom.featurizers import Feature, FeatureError, validate_image, with_steps
+from polydom.featurizers import Feature, FeatureError, Step, validate_image, with_steps
 from polydom.featurizers.provenance import source_digest
 
 __all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "machine_fingerprint",
@@ -100,11 +100,14 @@ def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk):
     cpu_seconds = np.empty((len(chunk), len(features)))
     for r, (index, image) in enumerate(chunk):
         array = validate_image(image, index=index)
-        prepared: dict = {}  # the steps' outputs, computed (and timed) once for the features after them
+        prepared: dict = {}  # the step items' outputs, computed (and timed) once for the features after them
         at = 0
         for j, (feature, width) in enumerate(zip(features, widths)):
+            # A feature reads what the step items prepared; a step that is no item here it
+            # computes itself, in its own time, as serving's cost model then assumes.
+            given = prepared if isinstance(feature, Step) else dict(prepared)
             start, start_cpu = clock(), cpu()
-            vector = feature.evaluate(array, index=index, prepared=prepared)
+            vector = feature.evaluate(array, index=index, prepared=given)
             seconds[r, j] = clock() - start
             cpu_seconds[r, j] = cpu() - start_cpu
             if vector.shape[0] != width:
@@ -176,6 +179,7 @@ def extract_features(
     n_jobs: int | None = None,
     cache_dir=None,
     progress: bool | None = None,
+    steps: bool | None = None,
 ) -> FeatureMatrix:
     """Compute every feature of every image, once.
 
@@ -183,10 +187,14 @@ def extract_features(
     ----------
     images : sequence of array_like
         Valid images (see :func:`polydom.featurizers.validate_image`).
-    features : sequence of Feature
-        In order. The steps they require (``featurizers.with_steps``) are added before them
-        where absent: each is computed once per image, timed in its own column of ``seconds``
-        and adds no columns to ``X`` (``columns`` gives it an empty range).
+    features : sequence of Feature (and Step)
+        In order. A step item (``featurizers.Step``) is computed once per image, timed in its
+        own column of ``seconds`` and adds no columns to ``X`` (``columns`` gives it an empty
+        range); the features after it read its output.
+    steps : bool, optional
+        Add the steps the features require before them (``featurizers.with_steps``): True all
+        of them, False none (the items are ``features`` as given), None (default) those that do
+        work on these images (``grey`` on colour images).
     n_jobs : int, optional
         Items are split into chunks computed in parallel through joblib (``-1``: all cores).
     cache_dir : path, optional
@@ -209,7 +217,7 @@ def extract_features(
     images = list(images)
     if not images:
         raise ValueError("no images: at least one is required")
-    features = with_steps(features)
+    features = list(features) if steps is False else with_steps(features, None if steps else images)
     names = [f.name for f in features]
     widths = _widths(features, images[0])
     columns, at = {}, 0

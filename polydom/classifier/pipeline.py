@@ -62,6 +62,14 @@ def learner_estimator(estimator, random_state):
     return out
 
 
+def _items(features, images) -> list:
+    """The fit's items: the steps the features share that do work on the training images
+    (``grey`` on colour ones), then the features (``featurizers.with_steps``). On grey images
+    each feature casts the image itself: cheaper than a timed call of its own
+    (``docs/shared-steps.md``)."""
+    return with_steps(features, images)
+
+
 def _feature_list(features) -> list[Feature]:
     resolved = default_features() if features is None else resolve_features(features)
     if not resolved:
@@ -354,7 +362,7 @@ def _measure_costs(images, sizes, matrix, s: FitSettings, say) -> dict[str, Cost
     ``timing_sides`` when the caller named them); then the curves are calibrated.
     """
     started = time.perf_counter()
-    items = with_steps(s.features)  # the steps are timed and fitted as the features are
+    items = _items(s.features, images)  # the shared steps are timed and fitted as the features are
     budget = TIMING_SHARE * float(np.nansum(matrix.seconds))
     parallel = s.n_jobs not in (None, 1)
     sample = None
@@ -445,13 +453,15 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     say = log.say
     t0 = time.perf_counter()
     sizes = np.array([item_size(im) for im in images], dtype=np.int64)
-    # The steps the features share (greyscale ...) are items of their own: computed once per
-    # image, timed, fitted and costed once per set (polydom.steps).
-    items = with_steps(s.features)
-    requires = {f.name: f.requires for f in s.features if f.requires}
+    # The steps the features share (greyscale of colour images ...) are items of their own:
+    # computed once per image, timed, fitted and costed once per set (polydom.steps).
+    items = _items(s.features, images)
+    shared = {item.name for item in items} - {f.name for f in s.features}
+    requires = {f.name: tuple(n for n in f.requires if n in shared) for f in s.features}
+    requires = {name: steps for name, steps in requires.items() if steps}
     data_key = (images_fingerprint(images), feature_fingerprint(items))
     say(f"computing {len(s.features)} features of {len(images)} images")
-    matrix = extract_features(images, items, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
+    matrix = extract_features(images, items, steps=False, n_jobs=s.n_jobs, cache_dir=s.cache_path("features"),
                               progress=log.counter("computing features", len(images), "images") if plain else bars)
 
     t1 = time.perf_counter()

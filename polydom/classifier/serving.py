@@ -223,8 +223,9 @@ class ServingPlanner:
             # The set's usable features in the version's column order, which is what its model was
             # trained on: a feature whose steps the set lacks adds nothing (polydom.steps), and
             # a step adds no columns.
+            items = set(index.features)
             plan = SetPlan(int(key), tuple(self.features[n] for n in index.features
-                                           if n in chosen and _usable(self.features[n], chosen)), model)
+                                           if n in chosen and _usable(self.features[n], chosen, items)), model)
             if cached is not models:
                 plans = {}
                 self._cache = (models, plans)
@@ -391,10 +392,11 @@ class Server:
         return self.planner.explain(images, budgets, speculate=self.speculate)
 
 
-def _usable(feature, chosen) -> bool:
-    """Whether ``feature`` (a Feature or a Step) adds columns to the set ``chosen``: it is no step
-    and ``chosen`` holds every step it needs."""
-    return feature.dimension != 0 and all(step in chosen for step in feature.requires)
+def _usable(feature, chosen, items) -> bool:
+    """Whether ``feature`` (a Feature or a Step) adds columns to the set ``chosen``: it is no step,
+    and ``chosen`` holds every step it needs that is an item of the index (a step that is none,
+    the feature computes itself)."""
+    return feature.dimension != 0 and all(step in chosen for step in feature.requires if step in items)
 
 
 def _version_of(index):

@@ -118,9 +118,7 @@ def test_recost_and_inspect_work_with_the_custom_feature(saved, subprocess_env, 
                            env=env, capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     modules = {f["name"]: f.get("module") for f in json.loads(shown.stdout)["features"]}
-    # The thumbnail's greyscale step is an item of the index too, costed on its own.
-    assert modules == {"grey": "polydom.featurizers.image_features", "thumbnail": "polydom.featurizers.image_features",
-                       "brightness": MODULE}
+    assert modules == {"thumbnail": "polydom.featurizers.image_features", "brightness": MODULE}
 
 
 def test_sources_of_built_in_features_need_no_trust_and_a_stranger_is_refused():

@@ -11,8 +11,6 @@ from sklearn.linear_model import LogisticRegression
 
 import polydom
 from polydom.index.fitting import evaluate_cost_curve
-from polydom.index.ranking import step_needs, tight_set
-from polydom.steps import closure
 from polydom.lattice import audit_monotonicity, monotone_scores
 from polydom.featurizers import REGISTRY, Feature
 from polydom.featurizers.datasets import load_digits_images
@@ -122,23 +120,15 @@ def test_the_index_ranks_sets_by_the_bounded_monotone_fit_of_their_measured_scor
     assert index.params["scores"] == "bounded" and set(index.measured) == set(index.explored)
     # The measured scores were not monotone (real learners are not), so the fit moved some ...
     assert audit_monotonicity(index.measured_scores).max_violation > 0 and index.stats["scores_moved"] > 0
-    # ... each within one standard error of its measurement; a set holding a feature without the
-    # greyscale step it needs ranks no higher than the set without that feature (it adds nothing).
+    # ... each within one standard error of its measurement.
     fit = monotone_scores(index.measured, index.std_error)
-    needs = step_needs(index.space, index.params["requires"])
-    assert needs and all(needs.values())  # the built-in features share the grey step
-
-    def no_higher_than_tight(scores):
-        return {m: min(v, scores.get(tight_set(m, needs), v)) for m, v in scores.items()}
-
-    bounded = {m: min(max(fit[m], index.measured[m] - index.std_error[m]), index.measured[m] + index.std_error[m])
-               for m in index.explored}
-    assert index.explored == pytest.approx(no_higher_than_tight(bounded), abs=1e-12)
-    assert any(no_higher_than_tight(bounded)[m] < bounded[m] for m in bounded)
+    for m, score in index.explored.items():
+        se = index.std_error[m]
+        assert score == pytest.approx(min(max(fit[m], index.measured[m] - se), index.measured[m] + se), abs=1e-12)
     # Re-ranked without training: the monotone fit itself.
     monotone = index.with_scores("monotone")
     assert audit_monotonicity(monotone.explored).max_violation == 0.0
-    assert monotone.explored == pytest.approx(no_higher_than_tight(fit), abs=1e-9) and monotone.measured == index.measured
+    assert monotone.explored == pytest.approx(fit, abs=1e-9) and monotone.measured == index.measured
     # The served set carries the fitted score; its measured one stays beside it.
     choice = index.lookup(float(28 * 28), 1.0)
     mask = index.space.mask(choice.features)
@@ -202,9 +192,7 @@ def test_explain_reports_costs_and_labels(fitted, digits):
         assert set(r.features) <= set(NAMES) and 0 <= r.estimated_accuracy <= 1
         assert r.within_budget == (r.measured_cost <= r.budget)
         # The score's standard error over the folds comes with it (every trained set has one).
-        # The served set holds the features and the greyscale step they share.
-        served = closure(r.features, fitted.index_.params["requires"])
-        assert r.std_error == fitted.index_.std_error[fitted.index_.space.mask(served)] and r.std_error >= 0
+        assert r.std_error == fitted.index_.std_error[fitted.index_.space.mask(r.features)] and r.std_error >= 0
 
 
 def test_budget_trades_accuracy_for_time(fitted, digits):
@@ -337,10 +325,10 @@ def test_greedy_backends_use_the_median_size_and_the_anytime_walk(digits, fast_p
     clf.fit(images, labels, groups=groups)
     assert clf.n0_ == np.median([im.size for im in images]) and clf.index_.n0 == clf.n0_
     names = clf.index_.space.names
-    sequences = [[names[f] for f in seq if names[f] != "grey"] for seq in clf.index_.sequences]  # a step is no feature
+    sequences = [[names[f] for f in seq] for seq in clf.index_.sequences]
     for e in clf.explain(images[:6], budget=0.003):
         assert any(set(seq[: len(e.features)]) == set(e.features) for seq in sequences), e
-        assert e.measured_cost >= 0 and e.std_error == clf.index_.std_error[clf.index_.space.mask(closure(e.features, clf.index_.params["requires"]))]
+        assert e.measured_cost >= 0 and e.std_error == clf.index_.std_error[clf.index_.space.mask(e.features)]
 
 
 def test_a_refit_with_a_cache_reuses_features_and_trained_sets(digits, tmp_path, fast_params):

@@ -30,7 +30,7 @@ def test_cost_fits_are_nonnegative_monotone_and_follow_the_quantile(digits, quan
     features = resolve_features(["intensity_hist", "edge_density", "lbp"])
     fits = measure_feature_costs(features, images[:2], (8, 12, 16, 24, 32), repeats=2, quantile=quantile,
                                  progress=False)
-    assert list(fits) == ["grey"] + [f.name for f in features]  # the step they share, timed on its own
+    assert list(fits) == [f.name for f in features]  # grey images: no grey step of its own (a cast)
     for name, fit in fits.items():
         assert len(fit.sizes) == len(fit.seconds) == len(fit.items) == len(fit.wall_seconds) == 5 * 2 * 2
         assert set(fit.sizes.tolist()) == {64, 144, 256, 576, 1024}
@@ -114,10 +114,15 @@ def test_feature_matrix_columns_times_and_cache(digits, tmp_path):
     images, _ = digits
     features = resolve_features(["intensity_hist", "thumbnail", "hog"])
     m = extract_features(images[:10], features, cache_dir=tmp_path, progress=False)
-    # The greyscale step they share: computed and timed once per image, no columns of its own.
-    assert not m.cached and m.names == ("grey", "intensity_hist", "thumbnail", "hog")
-    assert m.columns["grey"] == slice(0, 0)
-    assert m.X.shape == (10, 16 + 64 + 144) and m.seconds.shape == (10, 4) and np.all(m.seconds > 0)
+    assert not m.cached and m.names == ("intensity_hist", "thumbnail", "hog")
+    assert m.X.shape == (10, 16 + 64 + 144) and m.seconds.shape == (10, 3) and np.all(m.seconds > 0)
+    # On colour images the greyscale step they share is an item: computed and timed once per
+    # image, no columns of its own, and the features' vectors are the same.
+    colour = [np.repeat(im[..., None], 3, axis=2) for im in images[:10]]
+    c = extract_features(colour, features, progress=False)
+    assert c.names == ("grey", "intensity_hist", "thumbnail", "hog") and c.columns["grey"] == slice(0, 0)
+    assert c.seconds.shape == (10, 4) and np.all(c.seconds > 0)
+    np.testing.assert_allclose(c.X, m.X, atol=1e-12)
     for i in (0, 7):
         for f in features:
             np.testing.assert_array_equal(m.X[i, m.columns[f.name]], f(images[i]))

@@ -122,12 +122,11 @@ STEPS_BEFORE = dict(__import__("polydom.featurizers", fromlist=["STEPS"]).STEPS)
 
 @pytest.fixture(scope="module")
 def small_digits():
-    import numpy as np
-
+    """Small digits in colour (the grey levels in three channels): converting them is work."""
     from polydom.featurizers.datasets import load_digits_images
 
     images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
-    return images, labels, np.arange(len(images)) // 2
+    return [np.repeat(im[..., None], 3, axis=2) for im in images], labels, np.arange(len(images)) // 2
 
 
 @pytest.mark.parametrize("backend", ["polydom", "greedy"])
@@ -137,7 +136,7 @@ def test_the_built_in_features_share_the_greyscale_step_and_serving_computes_it_
     from polydom.index.ranking import step_needs, tight_set
 
     counting = CountingStep()
-    monkeypatch.setitem(STEPS, "grey", Step("grey", counting, "counted"))
+    monkeypatch.setitem(STEPS, "grey", Step("grey", counting, "counted", STEPS_BEFORE["grey"].does_work))
     images, labels, groups = small_digits
     names = ["intensity_hist", "thumbnail", "edge_density"]
     clf = polydom.CostSensitiveClassifier(features=names, selection=polydom.Selection(backend=backend),
@@ -145,7 +144,7 @@ def test_the_built_in_features_share_the_greyscale_step_and_serving_computes_it_
     index = clf.index_
     assert clf.feature_names_ == tuple(names) and index.features == ("grey", *names)
     assert index.params["requires"] == {n: ["grey"] for n in names} and "grey" in clf.cost_fits_
-    size = float(images[0].size)
+    size = float(images[0].shape[0] * images[0].shape[1])
     together = index.cost_of({"intensity_hist", "thumbnail"}, size)
     apart = index.cost_of({"intensity_hist"}, size) + index.cost_of({"thumbnail"}, size)
     assert together == pytest.approx(apart - clf.cost_curves_["grey"](size)) and together < apart
@@ -170,11 +169,25 @@ def test_the_built_in_features_share_the_greyscale_step_and_serving_computes_it_
             assert tight_set(key, needs) == key, (budget, side, sorted(index.space.frozenset(key)))
 
 
+def test_on_grey_images_each_feature_casts_the_image_itself(small_digits, fast_params):
+    """The grey step does no work on grey images: no item of its own, no shared cost."""
+    images, labels, groups = small_digits
+    grey = [im[..., 0] for im in images]
+    names = ["intensity_hist", "thumbnail"]
+    clf = polydom.CostSensitiveClassifier(features=names, **fast_params).fit(grey, labels, groups=groups)
+    assert clf.index_.features == tuple(names) and "requires" not in clf.index_.params
+    assert "grey" not in clf.cost_fits_
+    in_colour = polydom.CostSensitiveClassifier(features=names, **fast_params).fit(images, labels, groups=groups)
+    assert in_colour.index_.features == ("grey", *names)
+    # The same pixels, the same vectors, the same labels with every feature computed.
+    assert np.array_equal(clf.predict(grey[:8], budget=None), in_colour.predict(images[:8], budget=None))
+
+
 def test_a_custom_feature_takes_the_greyscale_step_once_with_the_built_in_ones(monkeypatch):
     from polydom.featurizers import STEPS, Step, compute_features, unregister_feature
 
     counting = CountingStep()
-    monkeypatch.setitem(STEPS, "grey", Step("grey", counting, "counted"))
+    monkeypatch.setitem(STEPS, "grey", Step("grey", counting, "counted", STEPS_BEFORE["grey"].does_work))
 
     @polydom.feature(dimension=1, requires=("grey",))
     def mean_grey(image, grey):

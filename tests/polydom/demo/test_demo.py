@@ -162,7 +162,7 @@ def test_demo_prints_progress_without_a_terminal_and_ctrl_c_ends_in_one_line(tmp
         deadline = time.monotonic() + 300
         for line in proc.stderr:
             seen.append(line)
-            if "polydom: training feature sets: 1 trained (at most 32)" in line:  # 4 features and their grey step
+            if "polydom: training feature sets: 1 trained (at most 16)" in line:
                 break
             assert time.monotonic() < deadline, "".join(seen)
         assert any(line.startswith("polydom: computing 4 features of") for line in seen), seen
