@@ -62,14 +62,6 @@ def learner_estimator(estimator, random_state):
     return out
 
 
-def _items(features, images) -> list:
-    """The fit's items: the steps the features share that do work on the training images
-    (``grey`` on colour ones), then the features (``featurizers.with_steps``). On grey images
-    each feature casts the image itself: cheaper than a timed call of its own
-    (``docs/shared-steps.md``)."""
-    return with_steps(features, images)
-
-
 def _feature_list(features) -> list[Feature]:
     resolved = default_features() if features is None else resolve_features(features)
     if not resolved:
@@ -151,19 +143,6 @@ class FitResult:
     timing_sides: tuple
     stats: dict
     cascade: bool = False
-
-    def fitted_attributes(self) -> dict[str, Any]:
-        """The classifier's fitted attributes (``index_``, ``cost_fits_``, ``planner_`` ...), by name."""
-        from .serving import ServingPlanner
-
-        items = with_steps(self.features)
-        return {
-            "index_": self.index, "classes_": self.classes, "feature_names_": tuple(f.name for f in self.features),
-            "feature_columns_": self.columns, "cost_fits_": self.fits,
-            "cost_curves_": {name: fit.curve for name, fit in self.fits.items()}, "n0_": self.n0,
-            "timing_sides_": self.timing_sides, "fit_stats_": self.stats,
-            "planner_": ServingPlanner(self.index, {f.name: f for f in items}, cascade=self.cascade),
-        }
 
 
 class TrainingProgress:
@@ -352,17 +331,17 @@ def _cascade_folds(y, groups, random_state):
     return make_splits(int(max(2, min(CASCADE_FOLDS, units))), y, groups, random_state)
 
 
-def _measure_costs(images, sizes, matrix, s: FitSettings, say) -> dict[str, CostFit]:
+def _measure_costs(images, sizes, matrix, items, s: FitSettings, say) -> dict[str, CostFit]:
     """The timing pass: cost curves from the extraction's own calls, plus what they lack.
 
     Sequential calls are the samples (a parallel extraction's calls shared the machine: a
     sample of images is computed again one by one, :func:`polydom.classifier.calibration.serving_sample`).
     Sizes the training images lack are timed on resized copies within what is left of
     :data:`~polydom.classifier.costs.TIMING_SHARE` of the extraction's compute time (all of
-    ``timing_sides`` when the caller named them); then the curves are calibrated.
+    ``timing_sides`` when the caller named them); then the curves are calibrated. ``items`` are
+    the matrix's: the steps the features share, then the features.
     """
     started = time.perf_counter()
-    items = _items(s.features, images)  # the shared steps are timed and fitted as the features are
     budget = TIMING_SHARE * float(np.nansum(matrix.seconds))
     parallel = s.n_jobs not in (None, 1)
     sample = None
@@ -453,9 +432,11 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     say = log.say
     t0 = time.perf_counter()
     sizes = np.array([item_size(im) for im in images], dtype=np.int64)
-    # The steps the features share (greyscale of colour images ...) are items of their own:
-    # computed once per image, timed, fitted and costed once per set (polydom.steps).
-    items = _items(s.features, images)
+    # The steps the features share are items of their own where they do work on the training
+    # images (greyscale of colour ones): computed once per image, timed, fitted and costed once
+    # per set (polydom.steps). On grey images each feature casts the image itself, which costs
+    # less than a timed call of its own (docs/shared-steps.md).
+    items = with_steps(s.features, images)
     shared = {item.name for item in items} - {f.name for f in s.features}
     requires = {f.name: tuple(n for n in f.requires if n in shared) for f in s.features}
     requires = {name: steps for name, steps in requires.items() if steps}
@@ -471,7 +452,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     cached = _cost_cache(s, timing_key)
     fits = cached.read() if cached is not None else None
     if fits is None:
-        fits = _measure_costs(images, sizes, matrix, s, say)
+        fits = _measure_costs(images, sizes, matrix, items, s, say)
         if cached is not None:
             cached.write(fits)
     else:
