@@ -14,6 +14,10 @@ The *item size* of an image is its pixel count ``n = H * W``. Apart from
 grows with ``n``: about linearly for most, ``n log n`` for ``fft_bands``, and
 linearly with a large constant (the Gabor kernels' area) for ``gabor``. These
 costs are what polydom bounds by polynomials in ``n``.
+
+The features that work on grey levels take them as the keyword ``grey`` (the ``grey`` step,
+``polydom.featurizers.STEPS``), so that one conversion serves them all; called without it, each
+converts the image itself.
 """
 
 from __future__ import annotations
