@@ -20,7 +20,9 @@ from polydom.featurizers.registry import (
     register_feature,
     resolve_features,
     Step,
+    step,
     unregister_feature,
+    unregister_step,
     with_steps,
 )
 from polydom.featurizers.timing import CostMeasurements, CostSamples, measure_costs, resize_square
@@ -46,7 +48,9 @@ __all__ = [
     "resize_square",
     "resolve_features",
     "Step",
+    "step",
     "unregister_feature",
+    "unregister_step",
     "validate_image",
     "with_steps",
 ]

@@ -94,9 +94,11 @@ def source_of(feature: Feature) -> FeatureSource:
                          getattr(function, "__qualname__", "") or "", source_digest(feature.function))
 
 
-def load_features(sources: Sequence[FeatureSource], trusted_modules: Iterable[str] = ()) -> list[Feature]:
+def load_features(sources: Sequence[FeatureSource], trusted_modules: Iterable[str] = (),
+                  steps: Iterable[str] = ()) -> list[Feature]:
     """The features ``sources`` name, in order, importing the modules in ``trusted_modules`` that
-    define missing ones.
+    define missing ones. The names in ``steps`` are :class:`~polydom.featurizers.Step` objects,
+    looked up in ``STEPS`` (a custom one registered with ``@polydom.step``) under the same rules.
 
     Raises
     ------
@@ -105,37 +107,35 @@ def load_features(sources: Sequence[FeatureSource], trusted_modules: Iterable[st
         it), cannot be imported, or does not register it; or a custom feature's module source
         changed since it was recorded.
     """
-    trusted = set(trusted_modules)
+    trusted, steps = set(trusted_modules), set(steps)
     out = []
     for source in sources:
-        if source.builtin and source.name in STEPS:  # a built-in step the features share
-            out.append(STEPS[source.name])
-            continue
-        if source.name not in REGISTRY and not source.builtin:
+        kind, table = ("step", STEPS) if source.name in steps else ("feature", REGISTRY)
+        if source.name not in table and not source.builtin:
             if source.module not in trusted:
                 raise FeatureSourceError(
-                    f"feature {source.name!r} is defined in module {source.module!r}, which this process has not "
+                    f"{kind} {source.name!r} is defined in module {source.module!r}, which this process has not "
                     f"imported; if you trust that module, pass feature_modules=[{source.module!r}] (CLI: "
                     f"--feature-modules {source.module})")
             try:
                 importlib.import_module(source.module)
             except Exception as exc:  # the user's module: any failure is theirs, named here
-                raise FeatureSourceError(f"feature {source.name!r}: importing module {source.module!r} failed: "
+                raise FeatureSourceError(f"{kind} {source.name!r}: importing module {source.module!r} failed: "
                                          f"{type(exc).__name__}: {exc}") from exc
         try:
-            feature = REGISTRY[source.name]
-        except UnknownFeatureError:
-            raise FeatureSourceError(f"feature {source.name!r}: module {source.module!r} does not register it "
-                                     "(decorate its function with @polydom.feature)") from None
+            feature = table[source.name]
+        except (KeyError, UnknownFeatureError):
+            raise FeatureSourceError(f"{kind} {source.name!r}: module {source.module!r} does not register it "
+                                     f"(decorate its function with @polydom.{kind})") from None
         if not source.builtin:
             now = source_of(feature)
             if (now.module, now.qualname) != (source.module, source.qualname):
                 raise FeatureSourceError(
-                    f"feature {source.name!r} is now {now.module}.{now.qualname}, not the "
+                    f"{kind} {source.name!r} is now {now.module}.{now.qualname}, not the "
                     f"{source.module}.{source.qualname} the index was trained with")
             if now.digest != source.digest:
                 raise FeatureSourceError(
-                    f"the source of module {source.module!r}, which defines feature {source.name!r}, changed since "
+                    f"the source of module {source.module!r}, which defines {kind} {source.name!r}, changed since "
                     "the index was saved: its vectors may differ from the ones the models were trained on; "
                     "fit again (or restore that source)")
         out.append(feature)

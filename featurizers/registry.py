@@ -24,7 +24,9 @@ __all__ = [
     "register_feature",
     "resolve_features",
     "Step",
+    "step",
     "unregister_feature",
+    "unregister_step",
     "with_steps",
 ]
 
@@ -286,6 +288,8 @@ class FeatureRegistry(Mapping):
         """
         if not isinstance(feature, Feature):
             raise TypeError(f"expected a Feature, got {type(feature).__name__}")
+        if feature.name in STEPS:
+            raise ValueError(f"a step named {feature.name!r} is registered; a feature may not take its name")
         if feature.name in self._features and not replace:
             raise ValueError(
                 f"a feature named {feature.name!r} is already registered "
@@ -410,6 +414,61 @@ def feature(name: str | None = None, *, description: str = "", dimension: int | 
         return REGISTRY.register(made, replace=same)
 
     return register
+
+
+def step(name: str | None = None, *, description: str = "", does_work=None):
+    """Register the decorated function as a :class:`Step` of `STEPS`; the decorator returns the step.
+
+    A feature that names the step in ``requires`` receives its output as a keyword argument of
+    the step's name, computed once per image for every feature of the set, and the set pays for
+    it once (``docs/shared-steps.md``). Define the step before the features that need it.
+
+    Parameters
+    ----------
+    name : str, optional
+        Default: the function's name. It may be no feature's name.
+    description : str, optional
+        Default: the first line of the function's docstring.
+    does_work : callable, optional
+        ``does_work(image) -> bool``, see :class:`Step`; None: the step always does work.
+
+    A module that defines steps this way travels with an index as a module of features does
+    (``CostSensitiveClassifier.load(path, feature_modules=[...])``). Importing it again replaces
+    its own steps; a name another module took is refused.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from polydom.featurizers import compute_features, feature, step, unregister_feature, unregister_step
+    >>> @step()
+    ... def brightness_map(image):
+    ...     "The image's grey levels, doubled."
+    ...     return 2.0 * np.asarray(image, dtype=float)
+    >>> @feature(dimension=1, requires=("brightness_map",))
+    ... def bright(image, brightness_map):
+    ...     return [brightness_map.mean()]
+    >>> compute_features(np.full((8, 8), 0.25), ["bright"])["bright"].tolist()
+    [0.5]
+    >>> _ = unregister_feature("bright"), unregister_step("brightness_map")
+    """
+    def register(function) -> Step:
+        doc = (function.__doc__ or "").strip().splitlines()
+        made = Step(name or function.__name__, function, description or (doc[0] if doc else ""), does_work)
+        if made.name in REGISTRY:
+            raise ValueError(f"a feature named {made.name!r} is registered; a step may not take its name")
+        old = STEPS.get(made.name)
+        if old is not None and (getattr(old.function, "__module__", None), getattr(old.function, "__qualname__", None)) \
+                != (function.__module__, function.__qualname__):
+            raise ValueError(f"a step named {made.name!r} is already registered")
+        STEPS[made.name] = made
+        return made
+
+    return register
+
+
+def unregister_step(name: str) -> Step:
+    """Remove the step called ``name`` from `STEPS` and return it (``KeyError`` if there is none)."""
+    return STEPS.pop(name)
 
 
 def unregister_feature(name: str) -> Feature:

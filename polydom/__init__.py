@@ -65,6 +65,7 @@ _EXPORTS = {
     "ModelIntegrityError": ("polydom.index.store", "ModelIntegrityError"),
     "UntrustedModelError": ("polydom.index.store", "UntrustedModelError"),
     "feature": ("polydom.featurizers.registry", "feature"),
+    "step": ("polydom.featurizers.registry", "step"),
     "keep_freed_memory": ("polydom.memory", "keep_freed_memory"),
     "FeatureSourceError": ("polydom.featurizers.provenance", "FeatureSourceError"),
 }

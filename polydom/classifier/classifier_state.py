@@ -55,10 +55,15 @@ class ClassifierStateError(IndexFormatError):
     """
 
 
+def _steps_of(index) -> set[str]:
+    """The index's items that are steps its features require (``index.params["requires"]``,
+    :mod:`polydom.steps`)."""
+    return {s for needed in ((index.params or {}).get("requires") or {}).values() for s in needed}
+
+
 def _columned(index) -> list[str]:
-    """The index's features that have columns: its items less the steps its features require
-    (``index.params["requires"]``, :mod:`polydom.steps`)."""
-    steps = {s for needed in ((index.params or {}).get("requires") or {}).values() for s in needed}
+    """The index's features that have columns: its items less its steps."""
+    steps = _steps_of(index)
     return [n for n in index.features if n not in steps]
 
 
@@ -383,7 +388,7 @@ class ClassifierMetadata:
                                               "the saved learners parameter")
         return params
 
-    def features(self, names, feature_modules=()) -> list:
+    def features(self, names, feature_modules=(), steps=()) -> list:
         """The features of the index (``names``, in its order): from their recorded sources, a
         missing one imported from its module when ``feature_modules`` trusts it
         (:func:`~polydom.featurizers.provenance.load_features`); by name from the registry for a
@@ -392,7 +397,7 @@ class ClassifierMetadata:
             from polydom.featurizers import resolve_features
 
             return resolve_features(list(names))
-        return load_features([FeatureSource.from_json(d) for d in self.feature_sources], feature_modules)
+        return load_features([FeatureSource.from_json(d) for d in self.feature_sources], feature_modules, steps)
 
     def serving_state(self, source, view, where, feature_modules=()):
         """The :class:`~polydom.classifier.servingstate.ServingState` of this metadata's version: ``view``
@@ -403,7 +408,7 @@ class ClassifierMetadata:
 
         store = getattr(view, "_store", None)
         return ServingState.build(
-            source, index=view, features={f.name: f for f in self.features(view.features, feature_modules)},
+            source, index=view, features={f.name: f for f in self.features(view.features, feature_modules, _steps_of(view))},
             feature_modules=tuple(feature_modules),
             decode_fit=None if self.decode_fit is None else CostFit.from_json(DECODE, self.decode_fit),
             classes=np.asarray(self.classes, dtype=np.dtype(self.classes_dtype)),

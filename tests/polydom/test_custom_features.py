@@ -155,3 +155,67 @@ def test_the_decorator_registers_and_a_reload_replaces_its_own_feature():
             polydom.feature(name="travel_probe")(other)
     finally:
         unregister_feature("travel_probe")
+
+
+STEP_MODULE = "polydom_travel_steps"
+STEP_SOURCE = textwrap.dedent('''
+    """A custom step and a custom feature that needs it."""
+    import numpy as np
+    import polydom
+
+
+    @polydom.step()
+    def saturation(image):
+        "Each pixel's spread between its largest and smallest channel."
+        image = np.asarray(image, dtype=float)
+        return image.max(axis=2) - image.min(axis=2)
+
+
+    @polydom.feature(dimension=2, requires=("saturation",))
+    def saturation_stats(image, saturation):
+        "Mean and spread of the saturation."
+        return [saturation.mean(), saturation.std()]
+''')
+
+
+def test_a_custom_step_is_shared_and_travels_from_a_trusted_module(tmp_path, fast_params, subprocess_env):
+    from polydom.featurizers import unregister_step
+
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / f"{STEP_MODULE}.py").write_text(STEP_SOURCE)
+    sys.path.insert(0, str(tmp_path / "code"))
+    try:
+        importlib.import_module(STEP_MODULE)
+        images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
+        rng = np.random.default_rng(0)
+        colour = [np.stack([im, im, (im * rng.random()).astype(im.dtype)], axis=2) for im in images]
+        clf = polydom.CostSensitiveClassifier(features=["thumbnail", "saturation_stats"], **fast_params)
+        clf.fit(colour, labels)
+        assert clf.index_.features == ("grey", "saturation", "thumbnail", "saturation_stats")
+        assert clf.index_.params["requires"] == {"thumbnail": ["grey"], "saturation_stats": ["saturation"]}
+        clf.save(tmp_path / "index")
+        served = [im for im in colour if im.shape[0] == 16][:12]
+        expected = clf.predict(served, budget=None).tolist()
+        with pytest.raises(ValueError, match="a feature named 'thumbnail' is registered"):
+            polydom.step(name="thumbnail")(lambda image: image)
+    finally:
+        sys.path.remove(str(tmp_path / "code"))
+        sys.modules.pop(STEP_MODULE, None)
+        unregister_feature("saturation_stats")
+        unregister_step("saturation")
+    np.save(tmp_path / "images.npy", np.stack(served))
+    code = f"""
+        import json
+        import numpy as np
+        import polydom
+        try:
+            polydom.CostSensitiveClassifier.load("index")
+        except polydom.FeatureSourceError as error:
+            print("refused:", error)
+        clf = polydom.CostSensitiveClassifier.load("index", feature_modules=[{STEP_MODULE!r}])
+        print(json.dumps(clf.predict(list(np.load("images.npy")), budget=None).tolist()))
+    """
+    proc = _fresh(tmp_path, code, subprocess_env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"step 'saturation' is defined in module '{STEP_MODULE}'" in proc.stdout
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
