@@ -254,10 +254,11 @@ class Costs:
     curves: dict
     requires: dict = field(default_factory=dict)
 
-    def items(self, features) -> tuple:
-        """``features`` and the steps they require, steps first."""
-        steps = {s for f in features for s in self.requires.get(f, ())}
-        return tuple(sorted(steps)) + tuple(features)
+    def items(self, features) -> frozenset:
+        """``features`` and the steps they require (:func:`polydom.steps.closure`)."""
+        from polydom.steps import closure
+
+        return closure(features, self.requires)
 
     def of(self, features, size: float) -> float:
         return float(sum(self.curves[f](float(size)) for f in self.items(features)))

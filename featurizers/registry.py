@@ -405,13 +405,10 @@ def feature(name: str | None = None, *, description: str = "", dimension: int | 
     >>> _ = unregister_feature("mean_brightness")
     """
     def register(function) -> Feature:
-        doc = (function.__doc__ or "").strip().splitlines()
-        made = Feature(name or function.__name__, function, description or (doc[0] if doc else ""), dimension,
+        made = Feature(name or function.__name__, function, description or _first_line(function), dimension,
                        requires)
         old = REGISTRY._features.get(made.name)
-        same = old is not None and (getattr(old.function, "__module__", None), getattr(old.function, "__qualname__", None)) \
-            == (function.__module__, function.__qualname__)
-        return REGISTRY.register(made, replace=same)
+        return REGISTRY.register(made, replace=old is not None and _same_definition(old, function))
 
     return register
 
@@ -452,18 +449,29 @@ def step(name: str | None = None, *, description: str = "", does_work=None):
     >>> _ = unregister_feature("bright"), unregister_step("brightness_map")
     """
     def register(function) -> Step:
-        doc = (function.__doc__ or "").strip().splitlines()
-        made = Step(name or function.__name__, function, description or (doc[0] if doc else ""), does_work)
+        made = Step(name or function.__name__, function, description or _first_line(function), does_work)
         if made.name in REGISTRY:
             raise ValueError(f"a feature named {made.name!r} is registered; a step may not take its name")
         old = STEPS.get(made.name)
-        if old is not None and (getattr(old.function, "__module__", None), getattr(old.function, "__qualname__", None)) \
-                != (function.__module__, function.__qualname__):
+        if old is not None and not _same_definition(old, function):
             raise ValueError(f"a step named {made.name!r} is already registered")
         STEPS[made.name] = made
         return made
 
     return register
+
+
+def _first_line(function) -> str:
+    """The first line of ``function``'s docstring, or ``""``: a decorated item's default description."""
+    doc = (function.__doc__ or "").strip().splitlines()
+    return doc[0] if doc else ""
+
+
+def _same_definition(old, function) -> bool:
+    """Whether the registered ``old`` (a Feature or Step) was defined by ``function``'s module and
+    name: a module imported again replaces its own items, never another module's."""
+    return (getattr(old.function, "__module__", None), getattr(old.function, "__qualname__", None)) \
+        == (function.__module__, function.__qualname__)
 
 
 def unregister_step(name: str) -> Step:

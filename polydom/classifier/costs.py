@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polydom.featurizers import MIN_SIDE, Feature, FeatureError, Step, item_size, measure_costs, resize_square, with_steps
+from polydom.featurizers import MIN_SIDE, Feature, FeatureError, Step, item_size, measure_costs, resize_square
 from polydom.featurizers.timing import CostMeasurementWarning, CostSamples, check_timing
 from polydom.index.costcurve import CostCurve, format_curve
 from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
@@ -318,7 +318,9 @@ def measure_feature_costs(
         The machine looked contended or unstable while timing.
     """
     images = list(images)
-    features = list(features) if steps is False else with_steps(features, None if steps else images)
+    from polydom.classifier.extraction import items_to_time
+
+    features = items_to_time(features, images, steps)
     prepared: dict = {}
     served = [Feature(f.name, _Served(f, prepared), f.description, f.dimension or None) for f in features]
     for side in dict.fromkeys(int(s) for s in sides):

@@ -25,8 +25,8 @@ import numpy as np
 from polydom.featurizers import Feature, FeatureError, Step, validate_image, with_steps
 from polydom.featurizers.provenance import source_digest
 
-__all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "machine_fingerprint",
-           "write_atomically"]
+__all__ = ["FeatureMatrix", "extract_features", "feature_fingerprint", "images_fingerprint", "items_to_time",
+           "machine_fingerprint", "write_atomically"]
 
 _FORMAT = b"polydom-feature-matrix-v1"
 
@@ -90,6 +90,13 @@ def images_fingerprint(images: Sequence[np.ndarray]) -> str:
 def machine_fingerprint() -> str:
     """What makes measured times this machine's: its name, architecture, cores and Python."""
     return repr((platform.node(), platform.machine(), platform.processor(), os.cpu_count(), sys.version))
+
+
+def items_to_time(features, images, steps: bool | None) -> list:
+    """The items a timing pass computes: ``features`` as given (``steps=False``), with every step
+    they require (True), or with those that do work on ``images`` (None,
+    ``featurizers.with_steps``)."""
+    return list(features) if steps is False else with_steps(features, None if steps else images)
 
 
 def _extract_chunk(features: Sequence[Feature], widths: Sequence[int], chunk):
@@ -217,7 +224,7 @@ def extract_features(
     images = list(images)
     if not images:
         raise ValueError("no images: at least one is required")
-    features = list(features) if steps is False else with_steps(features, None if steps else images)
+    features = items_to_time(features, images, steps)
     names = [f.name for f in features]
     widths = _widths(features, images[0])
     columns, at = {}, 0

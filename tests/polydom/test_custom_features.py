@@ -1,6 +1,7 @@
 """Custom features travel with the index: a fresh process finds one only in a module it trusts by
 name, refuses one whose source changed, and ``polydom recost`` re-times it."""
 
+import contextlib
 import importlib
 import json
 import subprocess
@@ -30,24 +31,33 @@ SOURCE = textwrap.dedent('''
 ''')
 
 
+@contextlib.contextmanager
+def imported(root, module: str, source: str):
+    """``source`` written as ``root/code/<module>.py`` and imported from there; on exit, forgotten
+    (off the path, out of ``sys.modules``): the caller unregisters what it registered."""
+    (root / "code").mkdir()
+    (root / "code" / f"{module}.py").write_text(source)
+    sys.path.insert(0, str(root / "code"))
+    try:
+        yield importlib.import_module(module)
+    finally:
+        sys.path.remove(str(root / "code"))
+        sys.modules.pop(module, None)
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory, fast_params):
     """A classifier fitted with a custom feature and saved; the feature's module on a path of its own."""
     root = tmp_path_factory.mktemp("travel")
-    (root / "code").mkdir()
-    (root / "code" / f"{MODULE}.py").write_text(SOURCE)
-    sys.path.insert(0, str(root / "code"))
     try:
-        importlib.import_module(MODULE)
-        images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
-        clf = polydom.CostSensitiveClassifier(features=["thumbnail", "brightness"], **fast_params)
-        clf.fit(images, labels)
-        clf.save(root / "index")
-        served = [im for im in images if im.shape[0] == 16][:12]  # one size: they stack into one array
-        expected = clf.predict(served).tolist()
+        with imported(root, MODULE, SOURCE):
+            images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
+            clf = polydom.CostSensitiveClassifier(features=["thumbnail", "brightness"], **fast_params)
+            clf.fit(images, labels)
+            clf.save(root / "index")
+            served = [im for im in images if im.shape[0] == 16][:12]  # one size: they stack into one array
+            expected = clf.predict(served).tolist()
     finally:
-        sys.path.remove(str(root / "code"))
-        sys.modules.pop(MODULE, None)
         unregister_feature("brightness")
     return root, served, expected
 
@@ -181,26 +191,21 @@ STEP_SOURCE = textwrap.dedent('''
 def test_a_custom_step_is_shared_and_travels_from_a_trusted_module(tmp_path, fast_params, subprocess_env):
     from polydom.featurizers import unregister_step
 
-    (tmp_path / "code").mkdir()
-    (tmp_path / "code" / f"{STEP_MODULE}.py").write_text(STEP_SOURCE)
-    sys.path.insert(0, str(tmp_path / "code"))
     try:
-        importlib.import_module(STEP_MODULE)
-        images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
-        rng = np.random.default_rng(0)
-        colour = [np.stack([im, im, (im * rng.random()).astype(im.dtype)], axis=2) for im in images]
-        clf = polydom.CostSensitiveClassifier(features=["thumbnail", "saturation_stats"], **fast_params)
-        clf.fit(colour, labels)
-        assert clf.index_.features == ("grey", "saturation", "thumbnail", "saturation_stats")
-        assert clf.index_.params["requires"] == {"thumbnail": ["grey"], "saturation_stats": ["saturation"]}
-        clf.save(tmp_path / "index")
-        served = [im for im in colour if im.shape[0] == 16][:12]
-        expected = clf.predict(served, budget=None).tolist()
-        with pytest.raises(ValueError, match="a feature named 'thumbnail' is registered"):
-            polydom.step(name="thumbnail")(lambda image: image)
+        with imported(tmp_path, STEP_MODULE, STEP_SOURCE):
+            images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=5, random_state=0)
+            rng = np.random.default_rng(0)
+            colour = [np.stack([im, im, (im * rng.random()).astype(im.dtype)], axis=2) for im in images]
+            clf = polydom.CostSensitiveClassifier(features=["thumbnail", "saturation_stats"], **fast_params)
+            clf.fit(colour, labels)
+            assert clf.index_.features == ("grey", "saturation", "thumbnail", "saturation_stats")
+            assert clf.index_.params["requires"] == {"thumbnail": ["grey"], "saturation_stats": ["saturation"]}
+            clf.save(tmp_path / "index")
+            served = [im for im in colour if im.shape[0] == 16][:12]
+            expected = clf.predict(served, budget=None).tolist()
+            with pytest.raises(ValueError, match="a feature named 'thumbnail' is registered"):
+                polydom.step(name="thumbnail")(lambda image: image)
     finally:
-        sys.path.remove(str(tmp_path / "code"))
-        sys.modules.pop(STEP_MODULE, None)
         unregister_feature("saturation_stats")
         unregister_step("saturation")
     np.save(tmp_path / "images.npy", np.stack(served))
