@@ -9,11 +9,13 @@ DEFAULT = "PolyDom"
 BACKENDS = {
     DEFAULT: {},
     "PolyDom, 2% late": {"serving": {"guard": 0.98}},
+    "PolyDom, 1% late": {"serving": {"guard": 0.99}},
     "Greedy": {"selection": {"backend": "greedy"}},
 }
 #: How the report tells a user to ask for each variant.
 SETTINGS_CODE = {
     DEFAULT: "the defaults",
     "PolyDom, 2% late": "`serving=polydom.Serving(guard=0.98)`",
+    "PolyDom, 1% late": "`serving=polydom.Serving(guard=0.99)`",
     "Greedy": '`selection=polydom.Selection(backend="greedy")`',
 }
