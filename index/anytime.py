@@ -42,9 +42,8 @@ default, :data:`DEFAULT_GUARD_QUANTILE`); the stake only ever refuses more.
 taken on a busier machine than the one serving would refuse for good. Where serving learns
 guards, a band has no learned guard of its own for the feature yet, its predicted cost alone fits,
 and the stake pays on the fit's guard, the walk starts it anyway and records the call
-(``("explore", name)``): at most ``min_calls`` such starts per feature and size band, and no more
-than the late-share tolerance's share of the walks that asked, since each such start risks a late
-answer (:meth:`~polydom.index.servingguards.ServingGuards.wants_sample`); then the band's own guard
+(``("explore", name)``): at most ``min_calls`` such starts per feature and size band
+(:meth:`~polydom.index.servingguards.ServingGuards.wants_sample`), after which the band's own guard
 decides (``docs/start-rule.md`` has the evidence).
 
 *Trying past the guard* (``speculate=True``). At the tightest budgets the guard may refuse a

@@ -55,9 +55,7 @@ guard at the second of them (the cap above stops only one), so the probe comes a
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= :data:`MIN_GUARD` and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
 from at least ``pool_min_calls`` of its band; only learned records are probed; a forgotten
-feature record's ceiling (>= 1) lasts until it learns again; a band grants a feature at most
-``min_calls`` starts past the fit's guard, and no more than one plus the tolerance's share of
-the walks that asked.
+feature record's ceiling (>= 1) lasts until it learns again.
 """
 
 from __future__ import annotations
@@ -181,7 +179,6 @@ class ServingGuards:
         self._learned: dict[tuple[int, int], float] = {}
         self._sorted: dict[tuple[int, int], np.ndarray] = {}  # a learned record's ratios, sorted
         self._explored: dict[tuple[int, int], int] = {}  # starts granted past the fit's guard
-        self._asked: dict[tuple[int, int], int] = {}  # walks that asked to start past it
         self._own: dict[tuple, deque] = {}  # per record: recent CPU / predicted ratios, where measured
         self._calls: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
@@ -247,20 +244,14 @@ class ServingGuards:
 
     def wants_sample(self, feature: int, size: float) -> bool:
         """Whether a walk may start ``feature`` at ``size`` past the fit's guard to learn its cost
-        there: the band has no learned guard of the feature's own, fewer than ``min_calls`` such
-        starts were granted in it, and the starts granted stay below the late-share tolerance
-        (``1 - quantile``) of the walks that asked. Each call counts one ask; each True one start.
-
-        A start past the guard risks a late answer; the tolerance bounds what the walk may risk,
-        exploring included: at the default 0.9, one ask in ten may explore (the first ask first)."""
+        there: the band has no learned guard of the feature's own, and fewer than ``min_calls``
+        such starts were granted in it. Each True counts one start."""
         key = (int(feature), self.band(size))
         with self._lock:
             if key in self._learned or key in self._ceiling:
                 return False
-            asked = self._asked[key] = self._asked.get(key, 0) + 1
             granted = self._explored.get(key, 0)
-            # Rounded: 1 - 0.99 is 0.010000000000000009, which would grant the hundredth ask.
-            if granted >= self.min_calls or granted >= round(1.0 - self.quantile, 12) * asked:
+            if granted >= self.min_calls:
                 return False
             self._explored[key] = granted + 1
             return True
@@ -339,7 +330,7 @@ class ServingGuards:
             copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)
             copy._sorted = dict(self._sorted)
-            copy._explored, copy._asked = dict(self._explored), dict(self._asked)
+            copy._explored = dict(self._explored)
             copy._own = {key: deque(owns, maxlen=self.window) for key, owns in self._own.items()}
             copy._walks, copy._last, copy._probing = dict(self._walks), dict(self._last), set(self._probing)
             copy._ceiling = dict(self._ceiling)
@@ -360,5 +351,3 @@ class ServingGuards:
         assert set(self._sorted) == set(self._learned), "every learned record keeps its sorted ratios"
         assert not set(self._ceiling) & set(self._learned), "a ceiling lasts until its record learns again"
         assert all(c >= 1.0 and key[0] is not None for key, c in self._ceiling.items())
-        for key, granted in self._explored.items():
-            assert granted <= self.min_calls and granted <= (1.0 - self.quantile) * self._asked[key] + 1, key

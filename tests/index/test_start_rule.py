@@ -119,42 +119,30 @@ def test_before_serving_learns_the_stake_reads_the_fits_guard_as_a_quantile():
 def test_a_band_explores_a_feature_the_fits_guard_refuses_and_then_trusts_what_it_measured():
     # The fit (on a busier machine) says a's calls reach 1.6 times its curve; here they take
     # 1.0-1.05. Budget 1.3 fits a at its curve but not its fit guard. With serving guards the walk
-    # starts a up to min_calls times to measure it, one walk in ten at the default 0.9 quantile
-    # (each such start risks a late answer), and from then on its own guard lets it start.
+    # starts a up to min_calls times to measure it, and from then on its own guard lets it start.
     index = one_feature(majority=0.10, accuracy=0.85, guard=1.6)
     clock = JitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
     assert index.select(1.0, 1.3, clock.compute, clock).features == frozenset()  # the fit's guard alone
     learn = ServingGuards(index, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     rng = random.Random(0)
     kinds = []
-    for _ in range(100):
+    for _ in range(40):
         clock = JitterClock({"a": rng.uniform(1.0, 1.05), "b": 50.0}, lambda: False, 0.0)
         choice, steps = index.select_steps(1.0, 1.3, clock.compute, clock, serving_guards=learn)
+        assert choice.features == frozenset({"a"})
         kinds.append([k for k, _ in steps])
-        assert (choice.features == frozenset({"a"})) is ("explore" in kinds[-1] or "stop" not in kinds[-1])
     learn.check()
-    explored = [i for i, k in enumerate(kinds) if "explore" in k]
-    assert explored == list(range(0, 80, 10))  # min_calls starts, the first ask first, one in ten ...
-    assert all("stop" in kinds[i] for i in range(71) if i not in explored)  # ... the others refused ...
-    assert all("explore" not in k and "stop" not in k and "compute" in k for k in kinds[71:])  # ... then its own guard
+    assert sum("explore" in k for k in kinds) == 8  # min_calls starts to learn ...
+    assert all("explore" not in k and "compute" in k for k in kinds[8:])  # ... then its own guard
     assert learn.guards(1.0)[0] < 1.3
-    # A tolerance of 1%: one ask in a hundred explores.
-    strict = ServingGuards(index, quantile=0.99, window=64, min_calls=8, pool_min_calls=8, refresh=4)
-    starts = []
-    for _ in range(250):
-        clock = JitterClock({"a": rng.uniform(1.0, 1.05), "b": 50.0}, lambda: False, 0.0)
-        index.select(1.0, 1.3, clock.compute, clock, serving_guards=strict)
-        starts.append("a" in clock.computed)
-    strict.check()
-    assert [i for i, s in enumerate(starts) if s] == [0, 100, 200]
     # Where the feature truly is slow, the band learns that after its samples and stops.
     slow = ServingGuards(index, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     started = []
-    for _ in range(120):
+    for _ in range(40):
         clock = JitterClock({"a": 1.7, "b": 50.0}, lambda: False, 0.0)
         index.select(1.0, 1.3, clock.compute, clock, serving_guards=slow)
         started.append("a" in clock.computed)
-    assert sum(started) == 8 and not any(started[71:])
+    assert sum(started) == 8 and not any(started[8:])
 
 
 class CpuJitterClock(JitterClock):
