@@ -11,7 +11,7 @@ measured cost on an item is the sum of the recorded times of the features it com
 Methods
 -------
 ``PolyDom``
-    ``polydom.CostSensitiveClassifier`` fitted as the demo fits its primary backend (cv=3,
+    ``polydom.CostSensitiveClassifier`` fitted as the demo fits its primary backend (``--cv`` folds, the classifier's default,
     grouped folds, the demo's timing settings) with the library's defaults for learners, ``e``,
     ``tolerance`` and the cost curves (quantile, and calibration and anytime guards where the
     library has them; ``--cost-quantile`` overrides the quantile), backend ``polydom`` at alpha 1.
@@ -44,7 +44,7 @@ Methods
     Static sequential forward selection over *features* (groups of columns).
     ``sklearn.feature_selection.SequentialFeatureSelector`` selects single columns and has no
     notion of groups, so the selection is implemented here with ``cross_val_score``: start empty,
-    add the feature whose addition gives the best grouped 3-fold CV accuracy, until all are in
+    add the feature whose addition gives the best grouped ``--cv``-fold CV accuracy, until all are in
     (cost-blind, as SFS is). Per cell: the longest prefix of that order whose fitted cost at the
     size fits the budget, with a model trained on the prefix.
 ``Exhaustive``
@@ -713,7 +713,7 @@ def write_report(path, ctx: dict) -> str:
         f"trade-offs {', '.join(f'{t:g}' for t in ctx['tradeoffs'])}. Forward selection is implemented over feature "
         "groups with `cross_val_score` (scikit-learn's `SequentialFeatureSelector` selects single columns, it "
         "cannot group them). Forward selection and exhaustive use polydom's two default learners, the better by "
-        "grouped 3-fold CV per subset.",
+        f"grouped {a.cv}-fold CV per subset.",
         "",
         f"PolyDom's parameters that bear on costs and selection, as fitted: {ctx['polydom_params']}. Anytime cost guards per "
         f"feature (a walk starts a feature only if time used + guard × predicted cost fits): {ctx['guards']}. The "
@@ -890,6 +890,7 @@ def load_average() -> str:
 # --------------------------------------------------------------------------- main
 
 def main(argv=None) -> None:
+    import polydom
     from lab.settings import DEFAULT_BUDGETS, DEFAULT_FEATURES, DEFAULT_SIDES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -911,6 +912,9 @@ def main(argv=None) -> None:
     parser.add_argument("--n-jobs", type=int, default=2, help="parallel workers (PolyDom fit, peers' outer loops)")
     parser.add_argument("--cost-quantile", type=float, default=None,
                         help="cost-curve quantile (default: the library's, as the demo)")
+    parser.add_argument("--cv", type=int, default=polydom.CostSensitiveClassifier().cv,
+                        help="folds of the grouped cross-validation, PolyDom's (cv=) and the peers' alike "
+                             "(default: the classifier's, %(default)s)")
     parser.add_argument("--guard", type=float, default=None,
                         help="PolyDom's serving guard, Serving(guard=...) (default: the library's)")
     parser.add_argument("--cegb-spread", choices=("full", "even"), default="full",
@@ -1005,7 +1009,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
 
     fit_seconds, models, fitted = {}, {}, {}
     clf, fit_seconds[REFERENCE] = fit_polydom(
-        train_images, y_train, g_train, features, sides, cv=3, cost_quantile=args.cost_quantile,
+        train_images, y_train, g_train, features, sides, cv=args.cv, cost_quantile=args.cost_quantile,
         cache_dir=cache, n_jobs=args.n_jobs, seed=args.seed, guard=args.guard)
     fs = clf.fit_stats_
     models[REFERENCE] = (f"{fs['trained']} sets trained, {fs['reused']} from cache ({fs['expanded']} used)"
@@ -1023,7 +1027,7 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     assert layout == dict(clf.feature_columns_)
     X = train_matrix.X
     learners = default_learners()
-    splits = list(StratifiedGroupKFold(3, shuffle=True, random_state=args.seed).split(X, y_train, g_train))
+    splits = list(StratifiedGroupKFold(args.cv, shuffle=True, random_state=args.seed).split(X, y_train, g_train))
 
     # Validation split for LightGBM: whole training pictures (all their renderings), 75 / 25 per class.
     sub, val = split_pictures(y_train, len(sides), int(round(0.75 * args.train_per_class)), args.seed + 1)
