@@ -64,6 +64,7 @@ features, and every prefix of it (``{}`` and the set included) is a trained set.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import NormalDist
 
@@ -341,6 +342,16 @@ class _Need:
     def __init__(self, cost, guards):
         self.cost = cost
         self.share = [(g - 1.0) * c for g, c in zip(guards, cost)]
+        self.least_share = min(0.0, *self.share)  # a learned guard below 1 makes a share negative
+
+    def total(self, mask: int) -> float:
+        """The predicted cost of every feature of ``mask``, computed or not."""
+        total = 0.0
+        while mask:
+            low = mask & -mask
+            total += self.cost[low.bit_length() - 1]
+            mask ^= low
+        return total
 
     def __call__(self, mask: int, computed: int) -> float:
         # The lowest bit first (ascending feature index), without building a tuple: the walk
@@ -362,9 +373,38 @@ def _best_with_room(index, size: float, computed: int, remaining: float, need, b
     still be finished in ``remaining`` (:class:`_Need`); None if there is none. The retarget
     (beats what is computed), the upgrade (beats the target by more than the tie tolerance) and
     the first target (any set) are this one scan of the skyline."""
+    ids = index.skyline_ids_at(size)
     # A skyline's accuracies strictly ascend, so the first match from the top is the best.
-    for c in reversed(index.skyline_ids_at(size)):
+    for c in reversed(ids):
+        if beats(c, index.candidate_accuracy[c]):
+            needed = need(index.candidates[c], computed)
+            if needed <= remaining:
+                return index.candidates[c]
+            if needed > 2.0 * remaining:
+                break  # far out of reach: a bisection pays
+    else:
+        return None
+    # Costs ascend along the skyline too, and a set needs at least its cost less all that is
+    # computed (less the most negative guard share): the sets dearer than that reach are skipped.
+    # The margin keeps rounding from skipping a set that fits exactly.
+    reach = (remaining + need.total(computed) - need.least_share) * (1.0 + 1e-9) + 1e-12
+    top = bisect_right(ids, reach, hi=ids.index(c), key=lambda c: need.total(index.candidates[c]))
+    for c in reversed(ids[:top]):
         if beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining:
+            return index.candidates[c]
+    return None
+    # A skyline's accuracies strictly ascend, so the first match from the top is the best; with
+    # time to spare the top set itself is it.
+    fits = lambda c: beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining  # noqa: E731
+    if fits(ids[-1]):
+        return index.candidates[ids[-1]]
+    # Costs ascend along the skyline too. A set needs at least its cost less all that is computed
+    # (less the most negative guard share), so the sets dearer than that reach are skipped by
+    # bisection; the margin keeps rounding from skipping a set that fits exactly.
+    reach = (remaining + need.total(computed) - need.least_share) * (1.0 + 1e-9) + 1e-12
+    top = bisect_right(ids, reach, hi=len(ids) - 1, key=lambda c: need.total(index.candidates[c]))
+    for c in reversed(ids[:top]):
+        if fits(c):
             return index.candidates[c]
     return None
 

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 import polydom
 from polydom.greedy.anytime import walk_measured
-from polydom.index.anytime import FeatureTimeout, _best_computed, chain_prefixes, ranked_prefixes, serve_anytime
+from polydom.index.anytime import (FeatureTimeout, _best_computed, _best_with_room, _Need, chain_prefixes, ranked_prefixes,
+                                   serve_anytime)
 
 # Three features; costs are constants (seconds) so the clock is easy to script.
 COSTS = {"cheap": [1.0], "mid": [2.0], "slow": [4.0]}
@@ -119,6 +120,36 @@ def test_matching_clock_equals_lookup_on_random_instances(seed):
         assert index.trained[mask] == expected.accuracy, steps
         assert len(clock.computed) == len(set(clock.computed))
         assert elapsed <= budget * (1 + 1e-9)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.integers(0, 10**6))
+def test_the_bisected_room_scan_finds_what_scanning_the_whole_skyline_finds(seed):
+    # The walk skips the skyline's sets dearer than the time left plus all that is computed; the
+    # plain scan of every set, from the most accurate down, must agree on every instance,
+    # with guards below 1 (negative shares) and exact fits included.
+    rng = random.Random(seed)
+    names = [f"f{i}" for i in range(rng.randint(1, 6))]
+    costs = {n: [rng.uniform(0, 2), rng.choice([0.0, rng.uniform(0, 0.1)])] for n in names}
+    accs = {}
+    for m in sorted(range(1 << len(names)), key=int.bit_count):
+        s = frozenset(names[i] for i in range(len(names)) if m >> i & 1)
+        accs[s] = max([rng.random()] + [accs[s - {f}] for f in s])
+    index = polydom.build(costs, accs.__getitem__, e=0.0, tolerance=0.0)
+    for _ in range(20):
+        size = rng.uniform(0, 20)
+        cost = [polydom.CostCurve(costs[n])(size) for n in index.space.names]
+        need = _Need(cost, [rng.choice([0.5, 1.0, rng.uniform(0.5, 2.0)]) for _ in cost])
+        computed = rng.getrandbits(len(names))
+        ids = index.skyline_ids_at(size)
+        pick = index.candidates[rng.choice(ids)]
+        remaining = rng.choice([rng.uniform(0, 6), need(pick, computed)])  # an exact fit, at times
+        floor = rng.choice([-1.0, rng.random()])
+        beats = lambda c, acc: acc > floor  # noqa: E731
+        plain = next((index.candidates[c] for c in reversed(ids)
+                      if beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining),
+                     None)
+        assert _best_with_room(index, size, computed, remaining, need, beats) == plain
 
 
 @settings(deadline=None, max_examples=100)
