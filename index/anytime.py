@@ -388,23 +388,9 @@ def _best_with_room(index, size: float, computed: int, remaining: float, need, b
     # computed (less the most negative guard share): the sets dearer than that reach are skipped.
     # The margin keeps rounding from skipping a set that fits exactly.
     reach = (remaining + need.total(computed) - need.least_share) * (1.0 + 1e-9) + 1e-12
-    top = bisect_right(ids, reach, hi=ids.index(c), key=lambda c: need.total(index.candidates[c]))
+    top = bisect_right(ids, reach, hi=ids.index(c), key=lambda other: need.total(index.candidates[other]))
     for c in reversed(ids[:top]):
         if beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining:
-            return index.candidates[c]
-    return None
-    # A skyline's accuracies strictly ascend, so the first match from the top is the best; with
-    # time to spare the top set itself is it.
-    fits = lambda c: beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining  # noqa: E731
-    if fits(ids[-1]):
-        return index.candidates[ids[-1]]
-    # Costs ascend along the skyline too. A set needs at least its cost less all that is computed
-    # (less the most negative guard share), so the sets dearer than that reach are skipped by
-    # bisection; the margin keeps rounding from skipping a set that fits exactly.
-    reach = (remaining + need.total(computed) - need.least_share) * (1.0 + 1e-9) + 1e-12
-    top = bisect_right(ids, reach, hi=len(ids) - 1, key=lambda c: need.total(index.candidates[c]))
-    for c in reversed(ids[:top]):
-        if fits(c):
             return index.candidates[c]
     return None
 
