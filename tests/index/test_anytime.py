@@ -100,17 +100,22 @@ def test_chains_and_standard_errors_survive_storage(index, tmp_path):
         ScriptedClock({"cheap": 0.0, "mid": 0.0, "slow": 4.0})))
 
 
-@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10**6))
-def test_matching_clock_equals_lookup_on_random_instances(seed):
-    rng = random.Random(seed)
+def random_instance(rng):
+    """A random instance of up to six features with linear costs and monotone scores, and its costs."""
     names = [f"f{i}" for i in range(rng.randint(1, 6))]
     costs = {n: [rng.uniform(0, 2), rng.choice([0.0, rng.uniform(0, 0.1)])] for n in names}
     accs = {}
     for m in sorted(range(1 << len(names)), key=int.bit_count):
         s = frozenset(names[i] for i in range(len(names)) if m >> i & 1)
         accs[s] = max([rng.random()] + [accs[s - {f}] for f in s])
-    index = polydom.build(costs, accs.__getitem__, e=0.0, tolerance=0.0)
+    return polydom.build(costs, accs.__getitem__, e=0.0, tolerance=0.0), costs
+
+
+@settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_matching_clock_equals_lookup_on_random_instances(seed):
+    rng = random.Random(seed)
+    index, costs = random_instance(rng)
     index.check_invariants()
     for _ in range(10):
         size, budget = rng.uniform(0, 20), rng.uniform(0, 6)
@@ -129,18 +134,12 @@ def test_the_bisected_room_scan_finds_what_scanning_the_whole_skyline_finds(seed
     # plain scan of every set, from the most accurate down, must agree on every instance,
     # with guards below 1 (negative shares) and exact fits included.
     rng = random.Random(seed)
-    names = [f"f{i}" for i in range(rng.randint(1, 6))]
-    costs = {n: [rng.uniform(0, 2), rng.choice([0.0, rng.uniform(0, 0.1)])] for n in names}
-    accs = {}
-    for m in sorted(range(1 << len(names)), key=int.bit_count):
-        s = frozenset(names[i] for i in range(len(names)) if m >> i & 1)
-        accs[s] = max([rng.random()] + [accs[s - {f}] for f in s])
-    index = polydom.build(costs, accs.__getitem__, e=0.0, tolerance=0.0)
+    index, costs = random_instance(rng)
     for _ in range(20):
         size = rng.uniform(0, 20)
         cost = [polydom.CostCurve(costs[n])(size) for n in index.space.names]
         need = _Need(cost, [rng.choice([0.5, 1.0, rng.uniform(0.5, 2.0)]) for _ in cost])
-        computed = rng.getrandbits(len(names))
+        computed = rng.getrandbits(len(index.space.names))
         ids = index.skyline_ids_at(size)
         pick = index.candidates[rng.choice(ids)]
         remaining = rng.choice([rng.uniform(0, 6), need(pick, computed)])  # an exact fit, at times
