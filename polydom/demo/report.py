@@ -75,8 +75,9 @@ def recommendation(r) -> list[str]:
                  f"takes {r.lookup_seconds * 1e6:.1f} µs.")
     if best in r.real:
         n = r.real[best].late.shape[1]
+        worst = {name: _worst_cell(r, served.late, real=True) for name, served in r.real.items()}
         lines.append(f"Late answers of {best}: at most {pct(_worst_cell(r, chosen.late))}% of a size range's images "
-                     f"at any budget on the replayed clock, at most {pct(_worst_cell(r, r.real[best].late, real=True))}% "
+                     f"at any budget on the replayed clock, at most {pct(worst[best])}% "
                      f"served for real ({n} images per budget).")
         gaps = late_gaps(r, best)
         if gaps:
@@ -86,7 +87,6 @@ def recommendation(r) -> list[str]:
         else:
             lines.append(f"The replayed and real passes agree on late answers within {pct(LATE_GAP)} points at "
                          "every budget.")
-        worst = {name: _worst_cell(r, served.late, real=True) for name, served in r.real.items()}
         if len(worst) > 1:
             lines.append("The worst cell's late share, served for real: " + ", ".join(
                 f"{name} {pct(share)}%" for name, share in worst.items()) + ".")
