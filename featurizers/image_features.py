@@ -37,6 +37,8 @@ from skimage.feature import (
 from skimage.filters import gabor
 from skimage.util import img_as_float64
 
+from .errors import ImageError, ImageTypeError
+
 __all__ = [
     "MIN_SIDE",
     "as_gray_float",
@@ -103,39 +105,39 @@ def validate_image(image, *, index=None) -> np.ndarray:
     try:
         array = np.asarray(image)
     except (TypeError, ValueError) as exc:  # e.g. ragged nested lists
-        raise TypeError(f"{where} cannot be read as an array: {exc}") from exc
+        raise ImageTypeError(f"{where} cannot be read as an array: {exc}") from exc
     dtype = array.dtype
     if not (dtype == np.bool_ or dtype in _UINT_DTYPES or dtype in _FLOAT_DTYPES):
-        raise TypeError(
+        raise ImageTypeError(
             f"{where} has dtype {dtype}; expected bool, uint8, uint16 or a "
             "float dtype with values in [0, 1] (convert integer images with "
             ".astype(np.uint8))"
         )
     if array.ndim == 3:
         if array.shape[2] not in (3, 4):
-            raise ValueError(
+            raise ImageError(
                 f"{where} has shape {array.shape}; a 3-D image must have 3 (RGB) "
                 "or 4 (RGBA) channels"
             )
     elif array.ndim != 2:
-        raise ValueError(
+        raise ImageError(
             f"{where} has {array.ndim} dimensions (shape {array.shape}); "
             "expected (H, W), (H, W, 3) or (H, W, 4)"
         )
     height, width = array.shape[:2]
     if height == 0 or width == 0:
-        raise ValueError(f"{where} is empty (shape {array.shape})")
+        raise ImageError(f"{where} is empty (shape {array.shape})")
     if height < MIN_SIDE or width < MIN_SIDE:
-        raise ValueError(
+        raise ImageError(
             f"{where} is {height} x {width}; both sides must be at least {MIN_SIDE}"
         )
     if dtype in _FLOAT_DTYPES:
         if not np.all(np.isfinite(array)):
             bad = "NaN" if np.isnan(array).any() else "infinite"
-            raise ValueError(f"{where} has {bad} pixels")
+            raise ImageError(f"{where} has {bad} pixels")
         low, high = array.min(), array.max()
         if low < 0 or high > 1:
-            raise ValueError(
+            raise ImageError(
                 f"{where} has float pixels in [{low:g}, {high:g}]; float images "
                 "must lie in [0, 1]"
             )
@@ -156,7 +158,7 @@ def item_size(image) -> int:
     shape = np.shape(image)
     if len(shape) == 2 or (len(shape) == 3 and shape[2] in (3, 4)):
         return int(shape[0]) * int(shape[1])
-    raise ValueError(
+    raise ImageError(
         f"image has shape {shape}; expected (H, W), (H, W, 3) or (H, W, 4)"
     )
 

@@ -244,6 +244,7 @@ class GreedyIndex(CostSensitiveIndex):
         guarded: bool = True,
         serving_guards=None,
         cpu_clock: Callable[[], float] | None = None,
+        late_price=None,
     ) -> Choice:
         """Measured mode: compute a sequence prefix's features for real, one at a time.
 
@@ -278,6 +279,9 @@ class GreedyIndex(CostSensitiveIndex):
         cpu_clock : callable, optional
             The computing thread's CPU clock, read around each feature so that
             ``serving_guards`` learns its own cost apart from the machine's scheduling.
+        late_price : LatePrice, optional
+            Told whether the answer was late (Greedy's walk keeps its per-start cap by the
+            guards; it does not weigh starts by a price).
 
         Returns
         -------
@@ -327,6 +331,8 @@ class GreedyIndex(CostSensitiveIndex):
             if all(name in computed for name in walk.names[:length]):
                 break
         features, accuracy, key, std_error = walks[served[0]].prefixes[served[1]]
+        if guarded and late_price is not None:
+            late_price.observe(size, budget, elapsed > budget)
         return Choice(features, accuracy, float(elapsed), key, models, std_error)
 
     #: The paper's name for :meth:`select` on Greedy.

@@ -64,7 +64,7 @@ features, and every prefix of it (``{}`` and the set included) is a trained set.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import NormalDist
 
@@ -156,6 +156,7 @@ def serve_anytime(
     serving_guards=None,
     speculate: bool = False,
     cpu_clock: Callable[[], float] | None = None,
+    late_price=None,
 ):
     """Serve ``(size, budget)`` on ``clock``; see the module docstring for the rules.
 
@@ -187,6 +188,10 @@ def serve_anytime(
         calling thread), read around each computed feature so that ``serving_guards`` learns the
         feature's own cost apart from the machine's scheduling
         (:mod:`polydom.index.servingguards`).
+    late_price : LatePrice, optional
+        With ``guarded``: the price of a late answer at this size and budget
+        (:class:`~polydom.index.lateness.LatePrice`), which weighs each start against the
+        lateness it risks; told afterwards whether this answer was late.
 
     Returns
     -------
@@ -202,6 +207,12 @@ def serve_anytime(
     cost = [curve(size) for curve in index.costs]
     guards = index.walk_guards(size, guarded, serving_guards)
     learn = serving_guards if guarded else None
+    if guarded and not getattr(index, "start_cap", True):
+        # No per-start cap: every start is weighed by its chance to finish (the stake), and a set
+        # has room when its predicted costs fit (module docstring, *what is at stake*).
+        stake_guards, guards = guards, (1.0,) * len(cost)
+    else:
+        stake_guards = guards
     need = _Need(cost, guards)
     limit = budget * _SLACK
     position = {m: i for i, m in enumerate(index.candidates)}  # candidate id of a mask, for upgrades
@@ -216,7 +227,8 @@ def serve_anytime(
     served = 0  # the best fully computed trained set so far
     values: dict[int, object] = {}
     refused: set[int] = set()  # targets whose next feature the stake rule would not start
-    stake = _Stake(index, guards, serving_guards, size) if guarded else None
+    price = late_price.price(size, budget) if guarded and late_price is not None else 0.0
+    stake = _Stake(index, stake_guards, serving_guards, size, price) if guarded else None
     while True:
         order = index.chains.get(target) or bits_of(target)
         pending = [i for i in order if not computed >> i & 1]
@@ -278,6 +290,8 @@ def serve_anytime(
         if better is not None:
             target = better
             steps.append(("upgrade", better))
+    if guarded and late_price is not None:
+        late_price.observe(size, budget, elapsed > budget)
     return served, elapsed, steps
 
 
@@ -295,25 +309,32 @@ class _Stake:
     as the guard quantile of a log-normal law of measured / predicted time with median 1.
     """
 
-    __slots__ = ("index", "guards", "learned", "size", "z")
+    __slots__ = ("index", "guards", "learned", "size", "z", "laws", "price")
 
-    def __init__(self, index, guards, learned, size: float):
+    def __init__(self, index, guards, learned, size: float, price: float = 0.0):
         self.index = index
         self.guards = guards
         self.learned = learned
         self.size = size
+        self.laws = laws_at(index, size)
+        self.price = price
         quantile = float((getattr(index, "params", None) or {}).get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
         self.z = _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
 
     def chance(self, feature: int, ratio: float) -> float:
-        """The chance that ``feature`` takes at most ``ratio`` times its predicted cost."""
+        """The chance that ``feature`` takes at most ``ratio`` times its predicted cost: the share
+        of this process's recent calls that would have fit where serving learned one, else the
+        fit's measured law (:func:`law_chance`), else a log-normal through the guard."""
         if self.learned is not None:
             p = self.learned.finish_chance(feature, self.size, ratio)
             if p is not None:
                 return p
-        guard = self.guards[feature]
         if not ratio > 0.0:
             return 0.0
+        law = self.laws[feature] if self.laws is not None else None
+        if law is not None:
+            return law_chance(law, ratio)
+        guard = self.guards[feature]
         if guard <= 1.0:
             return 1.0 if ratio >= 1.0 else 0.0
         return _NORMAL.cdf(math.log(ratio) * self.z / math.log(guard))
@@ -331,7 +352,42 @@ class _Stake:
             return True
         room = remaining - sum(cost[i] for i in pending[1:])
         # The relative slack keeps an exact fit (a clock that matches the curves) a fit.
-        return self.chance(feature, room / own * (1.0 + 1e-9)) * goal > now
+        p = self.chance(feature, room / own * (1.0 + 1e-9))
+        # A late answer is wrong, and a late-share budget prices it too (polydom.index.lateness).
+        return p * goal - self.price * (1.0 - p) > now
+
+
+def law_chance(law, ratio: float) -> float:
+    """The chance that a call takes at most ``ratio`` times its predicted cost, by ``law`` (its
+    quantiles at evenly spaced levels from 0 to 1), interpolated between two levels."""
+    if ratio < law[0]:
+        return 0.0
+    last = len(law) - 1
+    if ratio >= law[last]:
+        return 1.0
+    k = bisect_right(law, ratio)  # law[k - 1] <= ratio < law[k]
+    low, high = law[k - 1], law[k]
+    return (k - 1 + (ratio - low) / (high - low)) / last
+
+
+def laws_at(index, size: float):
+    """``index.cost_laws(size)``, with the params read and checked once per index: later walks
+    only pick the row of their size (sizes ascending, as :meth:`cost_laws` picks it)."""
+    cost_laws = getattr(index, "cost_laws", None)
+    if cost_laws is None:
+        return None
+    params = getattr(index, "params", None)
+    table = index.__dict__.get("_laws_table") if hasattr(index, "__dict__") else None
+    if table is None or table[0] is not params:
+        sizes = tuple((params or {}).get("cost_law_sizes") or ())
+        table = (params, cost_laws(), sizes, tuple(cost_laws(n) for n in sizes))
+        if hasattr(index, "__dict__"):
+            index.__dict__["_laws_table"] = table
+    _, overall, sizes, rows = table
+    if not sizes or overall is None:
+        return overall
+    at = bisect_left(sizes, size)
+    return rows[min(at, len(rows) - 1)] if at == 0 or at == len(sizes) or sizes[at] == size else rows[at]
 
 
 class _Need:

@@ -7,4 +7,13 @@ re-export that same class.
 
 from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["PolydomError", "PolydomWarning"]
+__all__ = ["PolydomError", "PolydomWarning", "QueryError", "QueryTypeError"]
+
+
+class QueryError(PolydomError, ValueError):
+    """A size or budget that is not a valid query: NaN, negative, infinite size, outside the domain."""
+
+
+class QueryTypeError(PolydomError, TypeError):
+    """A size or budget that is not a real number (a string, a complex number, an array where one is
+    expected)."""

@@ -157,6 +157,34 @@ class CostSensitiveIndex(StoredIndex, ABC):
             # Learned for another version's features (a refresh changed them): not this index's.
         return self.cost_guards(size)
 
+    @property
+    def start_cap(self) -> bool:
+        """Whether an anytime walk caps each start by the cost guards (``params["start_cap"]``,
+        set by the classifier from ``Serving(guard=...)``); True where the params do not say,
+        as indexes saved before the flag existed were served."""
+        params = self.params if hasattr(self, "params") else {}
+        return bool(params.get("start_cap", True))
+
+    def cost_laws(self, size: float | None = None) -> tuple | None:
+        """Per feature, in index order, the measured law of a serving call's time over its
+        predicted cost: a tuple of ascending quantiles at evenly spaced levels from 0 to 1, or
+        None for a feature without one (``params["cost_law"]``, set by the classifier from its
+        serving-like calls, :func:`polydom.classifier.calibration.cost_laws`). None when the
+        index has none. With ``size``, the laws at the nearest calibrated size
+        (``params["cost_law_sizes"]``), that of the next larger one between two."""
+        params = self.params if hasattr(self, "params") else {}
+        laws = params.get("cost_law")
+        if not laws:
+            return None
+        sizes, rows = params.get("cost_law_sizes"), params.get("cost_law_by_size")
+        if size is not None and sizes:
+            if not rows or len(rows) != len(sizes) or list(sizes) != sorted(sizes):
+                raise ValueError("params['cost_law_by_size'] must hold one row per size of params['cost_law_sizes']")
+            at = bisect_left(sizes, size)
+            laws = rows[min(at, len(rows) - 1)] if at == 0 or at == len(sizes) or sizes[at] == size else rows[at]
+        _check_laws(laws, len(self.space))
+        return tuple(None if law is None else tuple(law) for law in laws)
+
     @abstractmethod
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
         """Every set this index can serve at ``size``: ``(masks, costs at size, accuracies)``,
@@ -310,3 +338,15 @@ def _check_guards(guards, count: int, where: str) -> None:
     """One finite number >= 1 per feature, or a clear error naming ``where``."""
     if len(guards) != count or not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 1.0 for g in guards):
         raise ValueError(f"{where} must hold one number >= 1 per feature, got {guards!r}")
+
+
+def _check_laws(laws, count: int) -> None:
+    """One law per feature (None or ascending finite numbers >= 0, at least two), or a clear error."""
+    def fine(law):
+        return law is None or (isinstance(law, (list, tuple)) and len(law) >= 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in law)
+            and all(a <= b for a, b in zip(law, law[1:])))
+
+    if not isinstance(laws, (list, tuple)) or len(laws) != count or not all(map(fine, laws)):
+        raise ValueError(f"params['cost_law'] must hold one law (ascending quantiles >= 0) or null per feature, "
+                         f"got {laws!r:.120}")

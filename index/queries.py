@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .errors import QueryError, QueryTypeError
 from .values import Choice, is_real
 
 __all__ = ["Batch", "bad_query", "check_queries", "check_query", "as_real"]
@@ -20,23 +21,23 @@ def as_real(name: str, value) -> float:
             return float(value)
         except OverflowError:
             return math.inf if value > 0 else -math.inf
-    raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+    raise QueryTypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
 
 
 def bad_query(size, budget, domain) -> Exception:
     try:
         values = {"size": as_real("size", size), "budget": as_real("budget", budget)}
-    except TypeError as exc:
+    except QueryTypeError as exc:
         return exc
     for name, value in values.items():
         if math.isnan(value):
-            return ValueError(f"{name} is NaN")
+            return QueryError(f"{name} is NaN")
         if math.isinf(value) and (name == "size" or value < 0):
-            return ValueError(f"{name} must be finite, got {value!r}")
+            return QueryError(f"{name} must be finite, got {value!r}")
         if value < 0:
-            return ValueError(f"{name} must be >= 0, got {value!r}")
+            return QueryError(f"{name} must be >= 0, got {value!r}")
     lo, hi = domain
-    return ValueError(f"size {size!r} is outside the index's domain [{lo}, {hi}]")
+    return QueryError(f"size {size!r} is outside the index's domain [{lo}, {hi}]")
 
 
 def check_query(size, budget, domain) -> tuple[float, float]:
@@ -65,11 +66,11 @@ def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
         try:
             arr = np.asarray(values)
         except (TypeError, ValueError):
-            raise TypeError(f"{name} must be an array of real numbers") from None
+            raise QueryTypeError(f"{name} must be an array of real numbers") from None
         if arr.dtype.kind == "O":  # e.g. integers beyond int64: each read as a real (+-inf beyond float)
             arr = np.array([as_real(name, v) for v in arr.ravel().tolist()], dtype=float).reshape(arr.shape)
         if arr.dtype.kind not in "fiu":
-            raise TypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}")
+            raise QueryTypeError(f"{name} must hold real numbers, got an array of dtype {arr.dtype}")
         arrays.append(arr.astype(float))
     n, c = arrays
     if n.ndim == 0:
@@ -77,23 +78,23 @@ def check_queries(sizes, budgets, domain) -> tuple[np.ndarray, np.ndarray]:
     if c.ndim == 0:
         c = np.full(n.shape, float(c))
     if n.ndim != 1 or c.ndim != 1:
-        raise ValueError(f"sizes and budgets must be 1-D, got shapes {n.shape} and {c.shape}")
+        raise QueryError(f"sizes and budgets must be 1-D, got shapes {n.shape} and {c.shape}")
     if len(n) != len(c):
-        raise ValueError(f"sizes and budgets differ in length: {len(n)} != {len(c)}")
+        raise QueryError(f"sizes and budgets differ in length: {len(n)} != {len(c)}")
     lo, hi = domain
     for name, arr in (("size", n), ("budget", c)):
         if np.isnan(arr).any():
-            raise ValueError(f"{name} is NaN at position {int(np.flatnonzero(np.isnan(arr))[0])}")
+            raise QueryError(f"{name} is NaN at position {int(np.flatnonzero(np.isnan(arr))[0])}")
         bad = np.isinf(arr) if name == "size" else np.isneginf(arr)
         if bad.any():
-            raise ValueError(f"{name} must be finite; infinite at position {int(np.flatnonzero(bad)[0])}")
+            raise QueryError(f"{name} must be finite; infinite at position {int(np.flatnonzero(bad)[0])}")
         if (arr < 0).any():
             i = int(np.flatnonzero(arr < 0)[0])
-            raise ValueError(f"{name} must be >= 0, got {arr[i]!r} at position {i}")
+            raise QueryError(f"{name} must be >= 0, got {arr[i]!r} at position {i}")
     outside = (n < lo) | (n > hi)
     if outside.any():
         i = int(np.flatnonzero(outside)[0])
-        raise ValueError(f"size {n[i]!r} at position {i} is outside the index's domain [{lo}, {hi}]")
+        raise QueryError(f"size {n[i]!r} at position {i} is outside the index's domain [{lo}, {hi}]")
     return n, c
 
 

@@ -192,7 +192,7 @@ class PolyDomIndex(CostSensitiveIndex):
         return self.measured or self.explored
 
     def select(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-               guarded=True, serving_guards=None, speculate=False, cpu_clock=None) -> Choice:
+               guarded=True, serving_guards=None, speculate=False, cpu_clock=None, late_price=None) -> Choice:
         """Serve on a real clock, anytime: fall back to a computed prefix, upgrade when time is left.
 
         Computes the looked-up set's features one by one in its chain's order; before each, the
@@ -212,6 +212,8 @@ class PolyDomIndex(CostSensitiveIndex):
         :class:`~polydom.index.anytime.FeatureTimeout` once ``clock()`` passes ``deadline``
         (see :mod:`polydom.index.anytime`). ``cpu_clock`` (the computing thread's CPU clock) lets
         ``serving_guards`` learn each feature's own cost apart from the machine's scheduling.
+        ``late_price`` (a :class:`~polydom.index.lateness.LatePrice`) prices a late answer, for a
+        late-share budget.
 
         Returns
         -------
@@ -220,10 +222,10 @@ class PolyDomIndex(CostSensitiveIndex):
         """
         return self.select_steps(size, budget, compute, clock, stop_when_confident=stop_when_confident,
                                  guarded=guarded, serving_guards=serving_guards, speculate=speculate,
-                                 cpu_clock=cpu_clock)[0]
+                                 cpu_clock=cpu_clock, late_price=late_price)[0]
 
     def select_steps(self, size, budget, compute, clock=time.perf_counter, *, stop_when_confident=False,
-                     guarded=True, serving_guards=None, speculate=False, cpu_clock=None):
+                     guarded=True, serving_guards=None, speculate=False, cpu_clock=None, late_price=None):
         """:meth:`select`, with what happened: ``(choice, steps)``, the steps as
         ``("compute", name)``, ``("upgrade", mask)``, ``("stop", name)`` (the next feature did not
         fit), ``("confident", mask)`` (the cascade stopped), ``("speculate", name)`` and
@@ -239,7 +241,7 @@ class PolyDomIndex(CostSensitiveIndex):
         size, budget = check_query(size, budget, ix.domain)  # floats; an int beyond float range is inf
         mask, elapsed, steps = serve_anytime(
             ix, size, budget, compute, clock, stop_when_confident=stop_when_confident, guarded=guarded,
-            serving_guards=serving_guards, speculate=speculate, cpu_clock=cpu_clock,
+            serving_guards=serving_guards, speculate=speculate, cpu_clock=cpu_clock, late_price=late_price,
         )
         return Choice(ix.space.frozenset(mask), ix.explored[mask], float(elapsed), mask, ix.models,
                       ix.std_error.get(mask)), steps

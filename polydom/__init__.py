@@ -68,6 +68,13 @@ _EXPORTS = {
     "step": ("polydom.featurizers.registry", "step"),
     "keep_freed_memory": ("polydom.memory", "keep_freed_memory"),
     "FeatureSourceError": ("polydom.featurizers.provenance", "FeatureSourceError"),
+    "ImageError": ("polydom.featurizers.errors", "ImageError"),
+    "ImageTooLargeError": ("polydom.featurizers.errors", "ImageTooLargeError"),
+    "InputError": ("polydom.errors", "InputError"),
+    "QueryError": ("polydom.index.errors", "QueryError"),
+    "pixel_limit": ("polydom.featurizers.sources", "pixel_limit"),
+    "set_pixel_limit": ("polydom.featurizers.sources", "set_pixel_limit"),
+    "load_digits_images": ("polydom.featurizers.datasets", "load_digits_images"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -8,4 +8,13 @@ re-exported here so that ``polydom.PolydomError`` is that same class.
 
 from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["PolydomError", "PolydomWarning"]
+__all__ = ["PolydomError", "PolydomWarning", "InputError", "InputTypeError"]
+
+
+class InputError(PolydomError, ValueError):
+    """An argument the classifier cannot use (images, labels, groups, budgets); the message names
+    the argument and, for a bad item, its position."""
+
+
+class InputTypeError(PolydomError, TypeError):
+    """An argument of a type the classifier does not read."""

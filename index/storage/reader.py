@@ -103,6 +103,11 @@ def _check_guards(index) -> None:
             raise ValueError(f"params['cost_guard_sizes'] must be a list of finite sizes, got {sizes!r:.80}")
         for size in sizes:
             cost_guards(size)
+    cost_laws = getattr(index, "cost_laws", None)
+    if cost_laws is not None:
+        cost_laws()
+        for size in params.get("cost_law_sizes") or ():
+            cost_laws(size)
     quantile = params.get("cost_guard_quantile")
     if quantile is not None and (isinstance(quantile, bool) or not isinstance(quantile, (int, float))
                                  or not 0.5 <= quantile <= 1.0):

@@ -316,8 +316,12 @@ def save_index(index, path, *, keep: int = 2, trusted=None) -> str:
         lock = _acquire_lock(root)
         try:
             name = _save_locked(root, encoded, models, features, trusted, keep)
-        except BaseException:
+        except BaseException as exc:
+            full = isinstance(exc, (OSError, lmdb.Error)) and _disk_full(root, exc)
             _leave_nothing(root, created)
+            if full:
+                raise IndexWriteError(f"saving the index at {root} failed: the disk is full ({exc}); "
+                                      "nothing was published: free some space and save again") from exc
             raise
         finally:
             os.close(lock)
@@ -326,6 +330,22 @@ def save_index(index, path, *, keep: int = 2, trusted=None) -> str:
     except (OSError, lmdb.Error) as exc:
         raise IndexWriteError(f"saving the index at {root} failed: {exc}") from exc
     return name
+
+
+#: Free space below which a failed write is blamed on a full disk: LMDB reports ENOSPC met while
+#: flushing as a plain I/O error, so the free space left is what tells.
+_FULL_BELOW = 1 << 20
+
+
+def _disk_full(root: str, exc) -> bool:
+    """Whether the write that raised ``exc`` failed because the file system under ``root`` is full."""
+    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    try:
+        fs = os.statvfs(root)
+    except OSError:
+        return False
+    return bool(fs.f_blocks) and fs.f_bavail * fs.f_frsize < _FULL_BELOW
 
 
 def _save_locked(root: str, encoded, models: Mapping, features, trusted: frozenset, keep: int) -> str:

@@ -117,5 +117,5 @@ class BatchServer:
         for i, (budget, predicted, s) in enumerate(items):
             label = s.plan.predictor.predict_one(s.x)
             out.append(Explanation(i, s.size, budget, s.plan.names, float(s.choice.accuracy), float(predicted),
-                                   float(s.measured), label, s.steps, s.choice.std_error))
+                                   float(s.measured), label, s.steps, s.choice.std_error, s.computed))
         return BatchExplanations(out, account.summary(), account.plan)

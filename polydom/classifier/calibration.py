@@ -48,8 +48,8 @@ from polydom.index.fitting import evaluate_cost_curve
 
 from .costs import bin_sizes
 
-__all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "GUARD_CALLS_PER_SIZE", "calibrate_fit", "guard_table", "calibrate_fits", "carry_calibration",
-           "serving_sample"]
+__all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "GUARD_CALLS_PER_SIZE", "LAW_LEVELS", "calibrate_fit", "cost_laws",
+           "guard_table", "law_table", "calibrate_fits", "carry_calibration", "serving_sample"]
 
 #: Calls a size needs before it gets a guard of its own (a 98th percentile of fewer is noise).
 GUARD_CALLS_PER_SIZE = 50
@@ -59,6 +59,10 @@ SAMPLE_CALLS_PER_SIZE = 8
 
 #: Training images computed again one by one after a parallel extraction (:func:`calibrate_fits`).
 CALIBRATION_IMAGES = 160
+
+#: The levels at which a cost law is kept: 41 quantiles, 0 to 1 by 2.5%. Between two, the walk
+#: interpolates (:mod:`polydom.index.anytime`); the chance of a start is read to within 2.5%.
+LAW_LEVELS = np.linspace(0.0, 1.0, 41)
 
 
 def _overhead(sizes: np.ndarray, shortfall: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -128,8 +132,56 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     guard, by_size = 1.0, []
     if quantile is not None:
         guard, by_size = _guards(curve, sizes, seconds, cpu, spread, quantile)
+    law, law_by_size = cost_laws(curve, sizes, seconds)
     return dataclasses.replace(fit, curve=curve, timing_curve=timing_curve, overhead=tuple(map(float, overhead)),
-                               guard=guard, guard_by_size=tuple(by_size) or None)
+                               guard=guard, guard_by_size=tuple(by_size) or None, law=law,
+                               law_by_size=law_by_size or None)
+
+
+def cost_laws(curve, sizes, seconds):
+    """``(law, law_by_size)``: the quantiles at :data:`LAW_LEVELS` of wall time over ``curve`` for
+    serving-like calls, over all calls and at each (binned) size with :data:`GUARD_CALLS_PER_SIZE`
+    calls or more. Wall time, not CPU time: a request is late by the wall clock, preemption
+    included, and the walk weighs exactly that chance."""
+    ratio = np.asarray(seconds, dtype=np.float64) / np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
+    binned = bin_sizes(np.asarray(sizes))
+
+    def law(values):
+        return tuple(float(v) for v in np.quantile(values, LAW_LEVELS))
+
+    by_size = tuple((float(n), law(ratio[binned == n])) for n in np.unique(binned)
+                    if np.sum(binned == n) >= GUARD_CALLS_PER_SIZE)
+    return law(ratio), by_size
+
+
+def law_table(laws: dict, names) -> dict:
+    """Index params holding each feature's cost law (read by ``CostSensitiveIndex.cost_laws(size)``).
+
+    Parameters
+    ----------
+    laws : dict of str to (law, law_by_size)
+        Each feature's :attr:`CostFit.law <polydom.classifier.costs.CostFit>` and ``law_by_size``.
+    names : sequence of str
+        The index's items, in index order.
+
+    Returns
+    -------
+    dict
+        ``{"cost_law": one law per item (None without one), "cost_law_sizes": sizes ascending,
+        "cost_law_by_size": one row of laws per size}``; at a size where a feature has no law of
+        its own, its law over all sizes. Empty when no feature has a law.
+    """
+    if not any(laws.get(name, (None, None))[0] for name in names):
+        return {}
+    overall = [None if laws.get(name, (None,))[0] is None else list(laws[name][0]) for name in names]
+    out = {"cost_law": overall}
+    sizes = sorted({n for name in names for n, _ in (laws.get(name, (None, None))[1] or ())})
+    if sizes:
+        known = {name: dict(laws.get(name, (None, None))[1] or ()) for name in names}
+        out["cost_law_sizes"] = [float(n) for n in sizes]
+        out["cost_law_by_size"] = [[list(known[name][n]) if n in known[name] else overall[j]
+                                    for j, name in enumerate(names)] for n in sizes]
+    return out
 
 
 def _guards(curve, sizes, seconds, cpu, spread, quantile: float):
@@ -177,7 +229,8 @@ def carry_calibration(old, new):
     factor = float(np.median(after / np.maximum(before, 1e-12))) if np.all(before > 0) else 1.0
     overhead = tuple(float(c) * factor for c in old.overhead)
     return dataclasses.replace(new, curve=new.curve + CostCurve(overhead), timing_curve=new.curve,
-                               overhead=overhead, guard=old.guard, guard_by_size=old.guard_by_size)
+                               overhead=overhead, guard=old.guard, guard_by_size=old.guard_by_size, law=old.law,
+                               law_by_size=old.law_by_size)
 
 
 def serving_sample(images, features, sizes, count: int = CALIBRATION_IMAGES, random_state=None):

@@ -28,7 +28,7 @@ from polydom.featurizers.provenance import FeatureSource, load_features, source_
 from polydom.index.storage.errors import IndexFormatError
 
 from .costs import DECODE, CostFit
-from ..errors import PolydomError
+from ..errors import PolydomError, PolydomWarning
 
 __all__ = [
     "ClassifierMetadata", "ClassifierStateError", "METADATA_KEY", "METADATA_FORMAT", "save_classifier",
@@ -392,11 +392,13 @@ class ClassifierMetadata:
         """The features of the index (``names``, in its order): from their recorded sources, a
         missing one imported from its module when ``feature_modules`` trusts it
         (:func:`~polydom.featurizers.provenance.load_features`); by name from the registry for a
-        state saved before sources were kept."""
+        state saved before sources were kept, and then only polydom's own features
+        (:func:`~polydom.featurizers.provenance.builtin_only`)."""
         if self.feature_sources is None:
             from polydom.featurizers import resolve_features
+            from polydom.featurizers.provenance import builtin_only
 
-            return resolve_features(list(names))
+            return builtin_only(resolve_features(list(names)))
         return load_features([FeatureSource.from_json(d) for d in self.feature_sources], feature_modules, steps)
 
     def serving_state(self, source, view, where, feature_modules=()):
@@ -421,6 +423,24 @@ class ClassifierMetadata:
         )
 
 
+class UnloadableFeatureWarning(PolydomWarning):
+    """A saved classifier holds a feature that a fresh process cannot import (defined in ``__main__``)."""
+
+
+def _warn_unloadable(features) -> None:
+    """Warn about features defined in ``__main__``: the index saves, and this process serves it,
+    but a fresh process can never import them, so :meth:`CostSensitiveClassifier.load` elsewhere fails."""
+    import warnings
+
+    names = [f.name for f in features if source_of(f).module == "__main__"]
+    if names:
+        warnings.warn(
+            f"feature(s) {', '.join(map(repr, names))} are defined in __main__ (this script or notebook): the "
+            "classifier is saved, but a fresh process cannot load it. Move them into a module of their own "
+            "(for example myfeatures.py beside your script), import them from there, fit again, and load with "
+            "feature_modules=['myfeatures']", UnloadableFeatureWarning, stacklevel=4)
+
+
 def save_classifier(clf, path, **options) -> str:
     """Store ``clf``'s metadata in the index it serves and publish that index at ``path``; the
     version's name.
@@ -435,6 +455,7 @@ def save_classifier(clf, path, **options) -> str:
     from polydom.index.store import save_index
 
     state = clf._state()  # one version: the metadata and the index saved are the same one's
+    _warn_unloadable(state.planner.features[name] for name in state.index.features)
     state.index.params[METADATA_KEY] = ClassifierMetadata.from_classifier(clf, state).to_json()
     version = save_index(state.index, path, **options)
     clf._serving = state.replace(path=os.path.abspath(os.fspath(path)), version=version)

@@ -84,6 +84,12 @@ class CostFit:
     guard_by_size : tuple of (size, guard) pairs, optional
         The same guard at each size the calibration saw enough calls of, sizes ascending
         (:func:`polydom.classifier.calibration.calibrate_fit`); None: ``guard`` at every size.
+    law : tuple of float, optional
+        The measured law of a serving call's wall time over ``curve``: its quantiles at
+        :data:`~polydom.classifier.calibration.LAW_LEVELS` (preemption included). The walk
+        reads a start's chance to finish from it (:mod:`polydom.index.anytime`).
+    law_by_size : tuple of (size, law) pairs, optional
+        The same law at each size the calibration saw enough calls of, sizes ascending.
     """
 
     name: str
@@ -99,6 +105,8 @@ class CostFit:
     overhead: tuple[float, float] | None = None
     guard: float = 1.0
     guard_by_size: tuple[tuple[float, float], ...] | None = None
+    law: tuple[float, ...] | None = None
+    law_by_size: tuple[tuple[float, tuple[float, ...]], ...] | None = None
 
     @property
     def measured_range(self) -> tuple[float, float]:
@@ -149,6 +157,10 @@ class CostFit:
             data["guard"] = self.guard
         if self.guard_by_size is not None:
             data["guard_by_size"] = [list(pair) for pair in self.guard_by_size]
+        if self.law is not None:
+            data["law"] = list(self.law)
+        if self.law_by_size is not None:
+            data["law_by_size"] = [[n, list(law)] for n, law in self.law_by_size]
         return data
 
     @classmethod
@@ -167,7 +179,10 @@ class CostFit:
                    None if timing is None else CostCurve(timing),
                    None if overhead is None else tuple(map(float, overhead)), float(data.get("guard", 1.0)),
                    None if data.get("guard_by_size") is None
-                   else tuple((float(n), float(g)) for n, g in data["guard_by_size"]))
+                   else tuple((float(n), float(g)) for n, g in data["guard_by_size"]),
+                   None if data.get("law") is None else tuple(map(float, data["law"])),
+                   None if data.get("law_by_size") is None
+                   else tuple((float(n), tuple(map(float, law))) for n, law in data["law_by_size"]))
 
 
 def default_timing_sides(sizes: Sequence[int], count: int = 6) -> tuple[int, ...]:

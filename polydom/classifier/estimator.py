@@ -14,13 +14,16 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from polydom.errors import InputError
+from polydom.featurizers.provenance import normalize_modules
+
 from .batchserving import BatchServer
 from .calibration import carry_calibration
 from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import ClassifierStateError, load_classifier, save_classifier, state_from_version
 from .constraints import Integer, check_param
 from .costs import fit_decode_cost, measure_feature_costs
-from .inputs import as_image_list, check_budgets, check_groups, check_images, check_labels
+from .inputs import as_image_list, check_budgets, check_errors, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
 from .policies import Cascade, Selection, Serving, Timing
 from .serving import Explanation
@@ -249,10 +252,11 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         path : str or os.PathLike
         trusted : iterable of str or type, optional
             Model types to trust beyond polydom's list (see :func:`polydom.load`).
-        feature_modules : iterable of str, optional
+        feature_modules : str or iterable of str, optional
             Modules trusted to define the index's custom features (:func:`polydom.feature`): one
-            that this process has not imported is imported, and only if named here. A module
-            whose source changed since the fit is refused.
+            that this process has not imported is imported, and only if named here. A single name
+            counts as one module. A module whose source changed since the fit is refused before
+            any of it runs.
 
         Raises
         ------
@@ -260,7 +264,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             The index at ``path`` was not saved by a ``CostSensitiveClassifier``; otherwise as
             :func:`polydom.load`.
         """
-        return load_classifier(cls, path, trusted, tuple(feature_modules))
+        return load_classifier(cls, path, trusted, normalize_modules(feature_modules))
 
     def refresh(self) -> bool:
         """Adopt the newest version published at this loaded classifier's path, and rebuild the
@@ -419,7 +423,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         state = self._state()
         serving = self._policies()[3]
         planner = ServingPlanner(state.index, state.planner.features, cascade=state.planner.cascade,
-                                 speculate=serving.speculate, learn=serving.learn_guards, decode=state.decode_fit)
+                                 speculate=serving.speculate, learn=serving.learn_guards, decode=state.decode_fit,
+                                 late_share=serving.late_share)
         return Server(planner, state.classes, budget=self.budget, speculate=serving.speculate)
 
     def predict(self, images, budget=None, *, total_budget=None) -> np.ndarray:
@@ -454,11 +459,21 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         state, server, images, budgets, options = self._request(images, budget, total_budget)
         return server.predict_proba(images, budgets, state.classes, **options)
 
-    def explain(self, images, budget=None, *, total_budget=None) -> list[Explanation]:
+    def explain(self, images, budget=None, *, total_budget=None, errors="raise") -> list[Explanation]:
         """Predict as :meth:`predict` does; per image, an :class:`Explanation` of what was computed
         and how long it took. With ``total_budget``, a list that also carries the batch's realised
-        spend (``.summary``, a :class:`~polydom.classifier.batchserving.BatchSpend`) and its first ``.plan``."""
+        spend (``.summary``, a :class:`~polydom.classifier.batchserving.BatchSpend`) and its first ``.plan``.
+
+        ``errors="return"`` serves a batch with bad items in it: a bad item's entry is the
+        :class:`~polydom.PolydomError` it raised (naming the item), every good item is answered.
+        The default ``"raise"`` fails the call at the first bad item."""
+        check_errors(errors)
         _, server, images, budgets, options = self._request(images, budget, total_budget)
+        if errors == "return":
+            if total_budget is not None:
+                raise InputError('errors="return" serves per-image budgets; with total_budget every item is '
+                                 "planned together, so a bad item fails the call")
+            options["errors"] = errors
         return server.explain(images, budgets, **options)
 
     def score(self, images, y, sample_weight=None, budget=None, *, total_budget=None) -> float:

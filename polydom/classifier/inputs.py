@@ -1,6 +1,7 @@
 """What the classifier accepts as data -- images, labels, groups, budgets -- each checked once.
 
-Every check raises one ``TypeError`` or ``ValueError`` that names the argument and, for a bad
+Every check raises one :class:`~polydom.errors.InputTypeError` or
+:class:`~polydom.errors.InputError` (a ``TypeError`` or ``ValueError`` too) that names the argument and, for a bad
 item, its position, so that a caller with ten thousand images can find the bad one.
 """
 
@@ -14,9 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from polydom.errors import InputError, InputTypeError
 from polydom.featurizers.sources import as_array, decode_image, is_encoded, is_pil_image
 
-__all__ = ["as_image_list", "check_images", "check_labels", "check_groups", "check_budgets"]
+__all__ = ["as_image_list", "check_images", "check_labels", "check_groups", "check_budgets", "check_errors"]
 
 _WRAP = "wrap a single image in a list: [image]"
 
@@ -31,15 +33,15 @@ def as_image_list(images) -> Sequence:
     """
     if isinstance(images, np.ndarray):
         if images.ndim == 2 or (images.ndim == 3 and images.shape[2] in (3, 4)):
-            raise ValueError(f"images must be a sequence of images, got one image array of shape {images.shape}; "
+            raise InputError(f"images must be a sequence of images, got one image array of shape {images.shape}; "
                              f"{_WRAP}")
         return images
     if is_encoded(images) or is_pil_image(images):
         what = ("PIL image" if is_pil_image(images) else "file path" if isinstance(images, (str, os.PathLike))
                 else "encoded image")
-        raise ValueError(f"images must be a sequence of images, got one {what}; {_WRAP}")
+        raise InputError(f"images must be a sequence of images, got one {what}; {_WRAP}")
     if not isinstance(images, Sequence):
-        raise TypeError(f"images must be a sequence of images (e.g. a list of arrays or file paths), "
+        raise InputTypeError(f"images must be a sequence of images (e.g. a list of arrays or file paths), "
                         f"got {type(images).__name__}")
     return images
 
@@ -68,7 +70,7 @@ def check_images(images, *, purpose: str | None = None, decode_times: list | Non
             array = as_array(image, index=i)
         checked.append(array)
     if purpose is not None and not checked:
-        raise ValueError(f"images is empty: at least one {purpose}")
+        raise InputError(f"images is empty: at least one {purpose}")
     return checked
 
 
@@ -78,9 +80,9 @@ def check_labels(y, n_images: int) -> np.ndarray:
 
     y = np.asarray(y)
     if y.ndim != 1:
-        raise ValueError(f"y must be 1-D (one label per image), got shape {y.shape}")
+        raise InputError(f"y must be 1-D (one label per image), got shape {y.shape}")
     if len(y) != n_images:
-        raise ValueError(f"y has {len(y)} labels but there are {n_images} images")
+        raise InputError(f"y has {len(y)} labels but there are {n_images} images")
     check_classification_targets(y)
     return y
 
@@ -91,7 +93,7 @@ def check_groups(groups, n_images: int) -> np.ndarray | None:
         return None
     groups = np.asarray(groups)
     if groups.shape != (n_images,):
-        raise ValueError(f"groups must hold one group per image ({n_images}), got shape {groups.shape}")
+        raise InputError(f"groups must hold one group per image ({n_images}), got shape {groups.shape}")
     return groups
 
 
@@ -116,8 +118,8 @@ def check_budgets(budget, n: int) -> Sequence[float]:
         return [math.inf] * n
     if type(budget) in (float, int) and budget >= 0:
         return [_seconds(budget)] * n
-    if isinstance(budget, bool) or isinstance(budget, (str, bytes)):
-        raise TypeError(f"budget must be a number of seconds or one per image, got {budget!r:.80}")
+    if isinstance(budget, bool) or isinstance(budget, (str, bytes)) or np.iscomplexobj(budget):
+        raise InputTypeError(f"budget must be a number of seconds or one per image, got {budget!r:.80}")
     try:
         try:
             arr = np.asarray(budget, dtype=np.float64)
@@ -125,15 +127,23 @@ def check_budgets(budget, n: int) -> Sequence[float]:
             arr = np.array([_seconds(v) for v in np.asarray(budget, dtype=object).ravel().tolist()],
                            dtype=np.float64).reshape(np.shape(budget))
     except (TypeError, ValueError):
-        raise TypeError(f"budget must be a number of seconds or one per image, got {budget!r:.80}") from None
+        raise InputTypeError(f"budget must be a number of seconds or one per image, got {budget!r:.80}") from None
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     elif arr.ndim != 1 or len(arr) != n:
-        raise ValueError(f"budget must be one number or one per image ({n}), got shape {arr.shape}")
+        raise InputError(f"budget must be one number or one per image ({n}), got shape {arr.shape}")
     bad = np.isnan(arr) | (arr < 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         what = "NaN" if np.isnan(arr[i]) else f"negative ({arr[i]!r})"
         where = f" for item {i}" if n > 1 and np.ndim(budget) else ""
-        raise ValueError(f"budget is {what}{where}; it must be >= 0 seconds")
+        raise InputError(f"budget is {what}{where}; it must be >= 0 seconds")
     return arr
+
+
+def check_errors(errors) -> str:
+    """``errors`` when it is ``"raise"`` (a bad item fails the call) or ``"return"`` (its error is
+    its answer, the other items served)."""
+    if errors not in ("raise", "return"):
+        raise InputError(f'errors must be "raise" or "return", got {errors!r:.80}')
+    return errors

@@ -34,7 +34,14 @@ from polydom.backends import backend_spec
 from polydom.featurizers import Feature, default_features, item_size, resolve_features, with_steps
 from polydom.lattice.featureset import MAX_FEATURES
 
-from .calibration import CALIBRATION_IMAGES, calibrate_fits, guard_table, serving_sample
+from .calibration import (
+    CALIBRATION_IMAGES,
+    DEFAULT_GUARD_QUANTILE,
+    calibrate_fits,
+    guard_table,
+    law_table,
+    serving_sample,
+)
 from .costs import TIMING_SHARE, CostFit, bin_sizes, costs_from_extraction, plan_timing
 from .progress import ProgressLog
 
@@ -358,9 +365,16 @@ def _measure_costs(images, sizes, matrix, items, s: FitSettings, say) -> dict[st
     fits = costs_from_extraction(items, images, serial, serial_sizes, plan=plan, quantile=s.cost_quantile,
                                  degree=s.cost_degree, random_state=s.random_state)
     if s.calibrate_costs:
-        fits = calibrate_fits(fits, images, items, matrix, sizes, parallel=parallel, quantile=s.cost_guard,
+        fits = calibrate_fits(fits, images, items, matrix, sizes, parallel=parallel, quantile=guard_quantile(s),
                               random_state=s.random_state, sample=sample)
     return fits
+
+
+def guard_quantile(s) -> float:
+    """The quantile the fit takes each feature's guard at: ``Serving(guard=q)``'s ``q`` where the
+    user asked for a per-start cap, else :data:`DEFAULT_GUARD_QUANTILE` (the guards then serve the
+    walk's room reservations and the server's learned guards, not a cap)."""
+    return DEFAULT_GUARD_QUANTILE if s.cost_guard is None else float(s.cost_guard)
 
 
 class _CostCache:
@@ -447,8 +461,8 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
 
     t1 = time.perf_counter()
     timing_key = (data_key, None if s.timing_sides is None else tuple(s.timing_sides), s.timing_repeats,
-                  s.timing_images, s.cost_quantile, s.cost_degree, s.calibrate_costs, s.cost_guard,
-                  repr(s.random_state))
+                  s.timing_images, s.cost_quantile, s.cost_degree, s.calibrate_costs, guard_quantile(s),
+                  repr(s.random_state), "cost-law")
     cached = _cost_cache(s, timing_key)
     fits = cached.read() if cached is not None else None
     if fits is None:
@@ -510,8 +524,13 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
     index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
     # Serving learns its guards at the same quantile, unless told not to.
-    index.params["cost_guard_quantile"] = s.cost_guard if s.learn_guards else None
+    index.params["cost_guard_quantile"] = guard_quantile(s) if s.learn_guards else None
     index.params.update(guard_table({name: fits[name].guard_by_size for name in index.space.names}, index.space.names))
+    # PolyDom's walk weighs each start by its chance to finish, read from the measured laws; a
+    # per-start cap by the guards only where the user asked for one (Serving(guard=...)).
+    index.params.update(law_table({name: (fits[name].law, fits[name].law_by_size) for name in index.space.names},
+                                  index.space.names))
+    index.params["start_cap"] = s.cost_guard is not None
     t3 = time.perf_counter()
     # One warning for all the fits' warnings, pointing at the caller of ``fit``.
     learner.warnings.report(stacklevel=3)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from sklearn.base import BaseEstimator
 
-from polydom.index.anytime import DEFAULT_GUARD_QUANTILE
 from polydom.index.ranking import SCORE_MODES
 
 from .constraints import Boolean, Integer, NoneValue, Options, Real, Satisfies, SequenceOf, validate_params
@@ -236,15 +235,24 @@ class Serving(Policy):
 
     Parameters
     ----------
-    guard : float in [0.5, 1] or None, default 0.9
-        The late-share tolerance, as ``1 - guard``: the anytime walk starts a feature only if
-        the time used plus its cost at this quantile of measured / predicted fits the budget,
-        and only if the start raises the expected on-time accuracy. None: the predicted cost.
+    guard : float in [0.5, 1] or None, default None
+        A per-start cap, off by default. None: the anytime walk starts a feature when doing so
+        raises the expected on-time accuracy of the answer -- the chance that it finishes in the
+        time left, read from its measured cost law at this size, times the accuracy it leads to,
+        against what the walk serves if it stops (a late answer counts as wrong). A number ``q``
+        adds the older cap: a start must also fit the budget at its cost's ``q`` quantile, so no
+        start runs late more than ``1 - q`` of the time however much it would gain.
+    late_share : float in (0, 0.5] or None, default None
+        A late-share budget for a :meth:`~polydom.CostSensitiveClassifier.server`: the share of
+        answers that may come late (0.02: a service level of 2%). The server prices lateness and
+        adjusts the price from the answers it serves, per size and budget band, so that the late
+        share tends to this (:mod:`polydom.index.lateness`). None: no budget, only the walk's
+        own weighing. The classifier's own ``predict`` learns nothing, so it does not apply there.
     learn_guards : bool, default True
-        Let a :meth:`~polydom.CostSensitiveClassifier.server` learn each feature's guard from the
-        requests it serves (per size band, from 20 calls on).
+        Let a :meth:`~polydom.CostSensitiveClassifier.server` learn each feature's cost law from
+        the requests it serves (per size band, from 20 calls on).
     speculate : bool, default False
-        Where the guards stop the walk but the next feature's predicted cost still fits, compute
+        Where the walk stops but the next feature's predicted cost still fits, compute
         it on a worker thread and answer at the deadline with what was computed
         (``docs/start-rule.md``). Opt-in: it answered more requests late on two cores.
     extrapolate : {"warn", "raise", "allow"}, default "warn"
@@ -253,13 +261,15 @@ class Serving(Policy):
 
     _constraints = {
         "guard": [Real(0.5, 1.0), NoneValue()],
+        "late_share": [Real(1e-6, 0.5), NoneValue()],
         "learn_guards": [Boolean()],
         "speculate": [Boolean()],
         "extrapolate": [Options(("warn", "raise", "allow"))],
     }
 
-    def __init__(self, guard=DEFAULT_GUARD_QUANTILE, learn_guards=True, speculate=False, extrapolate="warn"):
+    def __init__(self, guard=None, late_share=None, learn_guards=True, speculate=False, extrapolate="warn"):
         self.guard = guard
+        self.late_share = late_share
         self.learn_guards = learn_guards
         self.speculate = speculate
         self.extrapolate = extrapolate

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from polydom.errors import PolydomError
 from polydom.featurizers import Feature
 from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
 
@@ -29,9 +30,11 @@ from .costs import decode_fits
 
 from polydom.index.anytime import FeatureTimeout
 from polydom.index.base import StoredIndex
+from polydom.index.lateness import LatePrice
 from polydom.index.servingguards import ServingGuards
 
 from .calibration import DEFAULT_GUARD_QUANTILE
+from .inputs import check_errors
 from .lean import lean_model
 
 __all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner", "Server"]
@@ -74,6 +77,10 @@ class Explanation:
     std_error : float or None
         The standard error of the set's measured cross-validated score (``Choice.std_error``);
         None when the index keeps none.
+    computed : tuple of str
+        Every feature the walk computed, in the order it computed them: those of ``features``
+        and any the walk computed but could not serve (it ran slow, the walk fell back to a
+        set without it). A step they share is listed in ``steps`` only.
     """
 
     item: int
@@ -86,6 +93,7 @@ class Explanation:
     label: Any
     steps: tuple = ()
     std_error: float | None = None
+    computed: tuple = ()
 
     @property
     def stopped_because(self) -> str:
@@ -143,6 +151,7 @@ class Served:
     size: int
     steps: tuple = ()
     index: Any = None  # the version served (the one the choice and the plan come from)
+    computed: tuple = ()  # every feature the walk computed, in order (served or not)
 
 
 class ServingPlanner:
@@ -162,7 +171,7 @@ class ServingPlanner:
     """
 
     def __init__(self, index, features: Mapping[str, Feature], *, cascade: bool = False, speculate: bool = False,
-                 learn: bool = True, decode=None):
+                 learn: bool = True, decode=None, late_share: float | None = None):
         missing = [n for n in index.features if n not in features]
         if missing:
             raise ValueError(f"no Feature objects for the index's features {missing}")
@@ -188,11 +197,17 @@ class ServingPlanner:
         # The decode step's cost fit (polydom.classifier.costs.fit_decode_cost), or None: an
         # encoded image is then decoded whatever the budget, and its time subtracted.
         self.decode = decode
+        # A late-share budget (polydom.index.lateness): a learning planner prices lateness per
+        # size and budget band; a classifier's own planner learns nothing, so it has none.
+        self.late_share = late_share
+        self.late_price = LatePrice(late_share) if late_share is not None and learn else None
+        # The walk's clock (an injected one in tests of the anytime logic).
+        self.clock = time.perf_counter
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
         return type(self)(self.index.with_costs(curves), self.features, cascade=self.cascade, speculate=self.speculate,
-                          learn=self.learn, decode=self.decode)
+                          learn=self.learn, decode=self.decode, late_share=self.late_share)
 
     def plan(self, key: int, index=None) -> SetPlan:
         """The plan of the trained set with mask ``key`` in ``index`` (default: the version
@@ -298,11 +313,13 @@ class ServingPlanner:
                 options["cpu_clock"] = time.thread_time
             if (self.speculate if speculate is None else speculate) and getattr(index, "chains", None):
                 options["speculate"] = True
+            if self.late_price is not None:
+                options["late_price"] = self.late_price
         with_steps = getattr(index, "select_steps", None)
         if with_steps is not None:
-            choice, steps = with_steps(size, budget, compute, **options)
+            choice, steps = with_steps(size, budget, compute, self.clock, **options)
         else:
-            choice = index.select(size, budget, compute, **options)
+            choice = index.select(size, budget, compute, self.clock, **options)
             steps = [("compute", n) for n in computed]
         space = index.space
         readable = tuple((kind, tuple(sorted(space.frozenset(v))) if isinstance(v, int) else v) for kind, v in steps)
@@ -311,7 +328,8 @@ class ServingPlanner:
         if decoded:
             readable = (("decode", ()),) + readable
         # Nothing computed, nothing spent: the clock's own overhead is not extraction time.
-        return Served(choice, plan, x, (choice.cost if computed else 0.0) + decoded, size, readable, index)
+        walked = tuple(name for name in computed if features[name].dimension != 0)  # features, not steps
+        return Served(choice, plan, x, (choice.cost if computed else 0.0) + decoded, size, readable, index, walked)
 
     # ------------------------------------------------------------------ many images
 
@@ -336,15 +354,24 @@ class ServingPlanner:
             out[i, np.searchsorted(classes, model.classes_)] = model.predict_proba(served.x.reshape(1, -1))[0]
         return out
 
-    def explain(self, images, budgets, *, speculate: bool | None = None) -> list[Explanation]:
-        """One :class:`Explanation` per image: the set served, its costs and the label."""
+    def explain(self, images, budgets, *, speculate: bool | None = None, errors: str = "raise") -> list:
+        """One :class:`Explanation` per image: the set served, its costs and the label. With
+        ``errors="return"``, a bad item's entry is the :class:`~polydom.PolydomError` it raised
+        (naming the item) and the other items are served as usual."""
         out = []
         for i, image in enumerate(images):
-            s = self.serve(image, i, budgets[i], speculate=speculate)
+            try:
+                s = self.serve(image, i, budgets[i], speculate=speculate)
+            except PolydomError as exc:
+                if errors != "return":
+                    raise
+                out.append(exc)
+                continue
             label = s.plan.predictor.predict_one(s.x)
             predicted = s.index.cost_of(s.plan.names, s.size)
             out.append(Explanation(i, s.size, float(budgets[i]), s.plan.names, float(s.choice.accuracy),
-                                   float(predicted), float(s.measured), label, s.steps, s.choice.std_error))
+                                   float(predicted), float(s.measured), label, s.steps, s.choice.std_error,
+                                   s.computed))
         return out
 
 
@@ -386,10 +413,10 @@ class Server:
         images, budgets = self._budgets(images, budget)
         return self.planner.predict_proba(images, budgets, self.classes, speculate=self.speculate)
 
-    def explain(self, images, budget=None) -> list[Explanation]:
-        """One :class:`Explanation` per image, as the classifier's ``explain``."""
+    def explain(self, images, budget=None, *, errors="raise") -> list:
+        """One :class:`Explanation` per image, as the classifier's ``explain`` (``errors`` as there)."""
         images, budgets = self._budgets(images, budget)
-        return self.planner.explain(images, budgets, speculate=self.speculate)
+        return self.planner.explain(images, budgets, speculate=self.speculate, errors=check_errors(errors))
 
 
 def _usable(feature, chosen, items) -> bool:

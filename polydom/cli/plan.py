@@ -16,9 +16,12 @@ import argparse
 import csv
 import math
 import os
+import stat
 import sys
 
 import numpy as np
+
+from polydom.errors import PolydomError
 
 from .text import dumps, jsonable_float, number
 
@@ -63,35 +66,72 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
+class SizesError(PolydomError, ValueError):
+    """A ``--sizes`` file that cannot be read as sizes (the message names the file and line)."""
+
+
+#: The longest line ``--sizes`` reads: a size is a number, so a longer line is not one.
+MAX_LINE = 256
+
+
+def _open_regular(path):
+    """``path`` opened for binary reading when it is a regular file (a FIFO or device is refused
+    without blocking on it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise SizesError(f"--sizes {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SizesError(f"--sizes {path}: not a regular file (a FIFO, device or folder); give a file of sizes")
+    return os.fdopen(fd, "rb")
+
+
+def _npy_sizes(path) -> list[float]:
+    with _open_regular(path) as file:
+        if file.read(6) != b"\x93NUMPY":
+            raise SizesError(f"--sizes {path}: not a .npy array file (no NumPy header)")
+        file.seek(0)
+        try:
+            arr = np.load(file, allow_pickle=False)  # never unpickle a file given on the command line
+        except ValueError as exc:
+            raise SizesError(f"--sizes {path}: not a .npy array of numbers ({exc})") from None
+    if arr.ndim != 1 or arr.dtype.kind not in "fiu":
+        raise SizesError(f"--sizes {path}: expected a 1-D array of numbers, got shape {arr.shape} of {arr.dtype}")
+    return arr.astype(float).tolist()
+
+
 def read_sizes(path) -> list[float]:
-    """Sizes from a text file (one number per line) or a ``.npy`` array of numbers.
+    """Sizes from a text file (one number per line) or a ``.npy`` array of numbers, read from a
+    regular file only and a line of at most :data:`MAX_LINE` bytes at a time.
 
     Raises
     ------
-    ValueError
-        A line that is not a number (named by its line number), an array that is not 1-D and
-        numeric, or no sizes at all.
-    OSError
-        The file cannot be read.
+    SizesError
+        Not a regular file, a line that is not a number or is too long (named by its line number),
+        an array that is not 1-D and numeric, or no sizes at all.
     """
     if str(path).endswith(".npy"):
-        arr = np.load(path, allow_pickle=False)  # never unpickle a file given on the command line
-        if arr.ndim != 1 or arr.dtype.kind not in "fiu":
-            raise ValueError(f"--sizes {path}: expected a 1-D array of numbers, got shape {arr.shape} of {arr.dtype}")
-        sizes = arr.astype(float).tolist()
+        sizes = _npy_sizes(path)
     else:
         sizes = []
-        with open(path, encoding="utf-8") as lines:
-            for line_number, line in enumerate(lines, 1):
-                text = line.split("#", 1)[0].strip()
+        with _open_regular(path) as lines:
+            for line_number, raw in enumerate(iter(lambda: lines.readline(MAX_LINE + 1), b""), 1):
+                if len(raw) > MAX_LINE:
+                    raise SizesError(f"--sizes {path}, line {line_number}: longer than {MAX_LINE} bytes; "
+                                     "expected one number per line")
+                try:
+                    text = raw.decode("utf-8").split("#", 1)[0].strip()
+                except UnicodeDecodeError:
+                    raise SizesError(f"--sizes {path}, line {line_number}: not UTF-8 text") from None
                 if not text:
                     continue
                 try:
                     sizes.append(float(text))
                 except ValueError:
-                    raise ValueError(f"--sizes {path}, line {line_number}: {text!r} is not a number") from None
+                    raise SizesError(f"--sizes {path}, line {line_number}: {text!r} is not a number") from None
     if not sizes:
-        raise ValueError(f"--sizes {path} holds no sizes")
+        raise SizesError(f"--sizes {path} holds no sizes")
     return sizes
 
 

@@ -137,7 +137,7 @@ def test_sources_of_built_in_features_need_no_trust_and_a_stranger_is_refused():
     stranger = FeatureSource("nowhere_feature", "no_such_module_here", "f", "0" * 64)
     with pytest.raises(FeatureSourceError, match="no_such_module_here"):
         load_features([stranger])
-    with pytest.raises(FeatureSourceError, match="importing module 'no_such_module_here' failed"):
+    with pytest.raises(FeatureSourceError, match="no module 'no_such_module_here' on the import path"):
         load_features([stranger], trusted_modules=["no_such_module_here"])
     with pytest.raises(ValueError, match="four strings"):
         FeatureSource.from_json({"name": "x"})
@@ -223,4 +223,130 @@ def test_a_custom_step_is_shared_and_travels_from_a_trusted_module(tmp_path, fas
     proc = _fresh(tmp_path, code, subprocess_env)
     assert proc.returncode == 0, proc.stderr
     assert f"step 'saturation' is defined in module '{STEP_MODULE}'" in proc.stdout
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
+
+
+# ------------------------------------------------------------------ nothing untrusted or changed runs
+
+
+def test_a_changed_module_runs_none_of_its_code_before_it_is_refused(saved, subprocess_env, tmp_path):
+    root, _, _ = saved
+    changed = tmp_path / "code"
+    changed.mkdir()
+    marker = tmp_path / "ran"
+    side_effect = f"open({str(marker)!r}, 'w').write('imported')\n"
+    (changed / f"{MODULE}.py").write_text(side_effect + SOURCE)
+    proc = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(f"""
+        import polydom
+        try:
+            polydom.CostSensitiveClassifier.load({str(root / 'index')!r}, feature_modules={MODULE!r})
+        except polydom.FeatureSourceError as error:
+            print("refused:", error)
+    """)], cwd=tmp_path, env={**subprocess_env, "PYTHONPATH": str(changed)}, capture_output=True, text=True,
+        timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "changed since the index was saved" in proc.stdout and "nothing of it was run" in proc.stdout
+    assert not marker.exists()
+
+
+def test_a_tampered_bytecode_cache_is_never_executed(saved, subprocess_env, tmp_path):
+    """A ``__pycache__`` file made from other code, stamped with the source's mtime and size, is what
+    a plain import would run; the verified load compiles the source it checked instead."""
+    import importlib.util
+    import os
+    import shutil
+    from importlib._bootstrap_external import _code_to_timestamp_pyc
+
+    root, images, expected = saved
+    code_dir = tmp_path / "code"
+    shutil.copytree(root / "code", code_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    source = code_dir / f"{MODULE}.py"
+    marker = tmp_path / "tampered"
+    evil = SOURCE.replace("return [image.mean(), image.std()]",
+                          f"open({str(marker)!r}, 'w').write('ran'); return [42.0, 42.0]")
+    info = os.stat(source)
+    pyc = importlib.util.cache_from_source(str(source))
+    os.makedirs(os.path.dirname(pyc), exist_ok=True)
+    with open(pyc, "wb") as file:
+        file.write(_code_to_timestamp_pyc(compile(evil, str(source), "exec"), int(info.st_mtime), info.st_size))
+    np.save(tmp_path / "images.npy", np.stack(images))
+    proc = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(f"""
+        import json
+        import numpy as np
+        import polydom
+        clf = polydom.CostSensitiveClassifier.load({str(root / 'index')!r}, feature_modules={MODULE!r})
+        print(json.dumps(clf.predict(list(np.load("images.npy")), budget=None).tolist()))
+    """)], cwd=tmp_path, env={**subprocess_env, "PYTHONPATH": str(code_dir)}, capture_output=True, text=True,
+        timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
+    assert not marker.exists()
+
+
+def test_crafted_records_cannot_hand_a_name_to_code_the_process_registered(saved):
+    """A record claiming polydom's module for a feature polydom does not define, or a record with
+    no sources at all, is refused while a custom ``brightness`` is registered in this process."""
+    import dataclasses
+
+    from polydom.classifier.classifier_state import ClassifierMetadata
+
+    root, _, _ = saved
+
+    @polydom.feature(name="brightness", dimension=2)
+    def brightness(image):
+        return [0.0, 0.0]
+
+    try:
+        claims_builtin = FeatureSource("brightness", "polydom.featurizers.image_features", "brightness", "0" * 64)
+        with pytest.raises(FeatureSourceError, match="polydom defines no such feature there"):
+            load_features([claims_builtin])
+        renamed = dataclasses.replace(source_of(REGISTRY["thumbnail"]), name="brightness")
+        with pytest.raises(FeatureSourceError, match="polydom defines no such feature there"):
+            load_features([renamed])
+        meta = ClassifierMetadata.from_index(polydom.load(root / "index"), "the test index")
+        unsourced = dataclasses.replace(meta, feature_sources=None)
+        with pytest.raises(FeatureSourceError, match="records no source for feature 'brightness'"):
+            unsourced.features(["thumbnail", "brightness"])
+        assert unsourced.features(["thumbnail"]) == [REGISTRY["thumbnail"]]
+    finally:
+        unregister_feature("brightness")
+
+
+def test_a_feature_in_main_warns_at_save_and_is_refused_by_name(tmp_path, fast_params):
+    def brightness_main(image):
+        image = np.asarray(image, dtype=float)
+        return [image.mean(), image.std()]
+
+    brightness_main.__module__ = "__main__"
+    polydom.feature(name="brightness_main", dimension=2)(brightness_main)
+    try:
+        images, labels, _ = load_digits_images(sides=(16,), n_per_class=4, random_state=0)
+        clf = polydom.CostSensitiveClassifier(features=["thumbnail", "brightness_main"], **fast_params)
+        clf.fit(images, labels)
+        with pytest.warns(polydom.PolydomWarning, match="defined in __main__.*myfeatures.py"):
+            clf.save(tmp_path / "index")
+        main_source = source_of(REGISTRY["brightness_main"])
+    finally:
+        unregister_feature("brightness_main")
+    with pytest.raises(FeatureSourceError, match="defined in __main__.*move it into a module"):
+        load_features([main_source], trusted_modules=["__main__"])
+
+
+def test_a_single_module_name_counts_as_one_module(saved, subprocess_env):
+    from polydom.featurizers.provenance import normalize_modules
+
+    assert normalize_modules("myfeatures") == ("myfeatures",)
+    assert normalize_modules(["a", "b.c"]) == ("a", "b.c")
+    with pytest.raises(FeatureSourceError, match="module names"):
+        normalize_modules([3])
+    root, images, expected = saved
+    np.save(root / "single.npy", np.stack(images))
+    proc = _fresh(root, f"""
+        import json
+        import numpy as np
+        import polydom
+        clf = polydom.CostSensitiveClassifier.load("index", feature_modules={MODULE!r})
+        print(json.dumps(clf.predict(list(np.load("single.npy"))).tolist()))
+    """, subprocess_env)
+    assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected

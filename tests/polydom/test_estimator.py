@@ -166,7 +166,9 @@ def test_predict_computes_only_the_chosen_features(digits, backend, fast_params)
             for c in counters.values():
                 c.calls = 0
             (e,) = clf.explain([image], budget=budget)
-            assert {n for n, c in counters.items() if c.calls} == set(e.features)
+            # Every feature computed is listed; the set served is among them (a feature that ran
+            # slow on a loaded machine may be computed and not served).
+            assert {n for n, c in counters.items() if c.calls} == set(e.computed) >= set(e.features)
             assert all(c.calls <= 1 for c in counters.values())
             if budget == 0.0:
                 assert e.features == () and e.measured_cost == 0.0
@@ -244,7 +246,7 @@ def test_save_load_round_trip_gives_identical_predictions(fitted, digits, tmp_pa
     assert fitted.planner_.serving_guards is None and loaded.planner_.serving_guards is None
     assert fitted.index_.params["cost_guard"]  # the fit's guards stand
     server = loaded.server()
-    assert server.planner.serving_guards.quantile == polydom.Serving().guard
+    assert server.planner.serving_guards.quantile == 0.9  # the default guard quantile (no cap by default)
     np.testing.assert_array_equal(server.predict(images, budget=None), fitted.predict(images, budget=None))
     quiet = clone(fitted).set_params(serving=polydom.Serving(learn_guards=False)).fit(images, labels, groups=digits[2])
     assert quiet.server().planner.serving_guards is None

@@ -122,3 +122,124 @@ def test_a_batch_decodes_its_files_inside_its_total_budget(files):
     explained = clf.explain(paths["PNG"][:6], total_budget=math.inf)
     assert all(e.steps[0] == ("decode", ()) for e in explained)
     assert explained.summary.spent == pytest.approx(sum(e.measured_cost for e in explained), rel=0.01)
+
+
+# ------------------------------------------------------------------ bounded reading, one error root
+
+
+def _png_claiming(width: int, height: int, idat: bytes = b"") -> bytes:
+    """A PNG whose header claims ``width x height`` grey pixels, with ``idat`` as its data."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + (chunk(b"IDAT", idat) if idat else b"") + chunk(b"IEND", b"")
+
+
+def _solid_png(side: int) -> bytes:
+    """A real, valid, all-black grey PNG of ``side x side``: a megabyte that decodes to ``side**2`` bytes."""
+    import zlib
+
+    squeeze = zlib.compressobj(9)
+    row = bytes(side + 1)  # filter byte 0, then black pixels
+    data = b"".join(squeeze.compress(row) for _ in range(side)) + squeeze.flush()
+    return _png_claiming(side, side, data)
+
+
+def _timed(call):
+    import time
+
+    start = time.perf_counter()
+    try:
+        call()
+    except Exception as exc:  # the test asserts the kind
+        return exc, time.perf_counter() - start
+    return None, time.perf_counter() - start
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(files, tmp_path):
+    import os
+    import threading
+
+    *_, clf = files
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    outcome = []
+    worker = threading.Thread(target=lambda: outcome.append(_timed(lambda: clf.predict([str(fifo)], budget=0.001))),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert outcome, "predict blocked on a FIFO"
+    error, seconds = outcome[0]
+    assert isinstance(error, polydom.PolydomError) and isinstance(error, ValueError)
+    assert "item 0" in str(error) and "not a regular file" in str(error) and seconds < 1.0
+
+
+def test_a_huge_text_file_named_jpg_is_refused_without_reading_it(files, tmp_path):
+    *_, clf = files
+    text = tmp_path / "notes.jpg"
+    with open(text, "wb") as file:
+        line = b"this is a line of text, not an image\n"
+        file.write(line * ((120 << 20) // len(line)))
+    error, seconds = _timed(lambda: clf.predict([str(text)], budget=0.001))
+    assert isinstance(error, polydom.PolydomError) and "item 0" in str(error) and "not an image polydom reads" in str(error)
+    assert seconds < 1.0
+
+
+@pytest.mark.parametrize("bomb", ["header", "solid"])
+def test_decompression_bombs_are_polydom_errors_naming_the_item(files, bomb):
+    from polydom.featurizers.errors import ImageTooLargeError
+
+    *_, clf = files
+    data = _png_claiming(100_000, 100_000) if bomb == "header" else _solid_png(20_000)
+    assert len(data) < 2 << 20
+    for call in (lambda: clf.predict([files[1]["PNG"][0], data], budget=1.0), lambda: header_shape(data, index=1)):
+        with pytest.raises(ImageTooLargeError, match=r"item 1\).*over the pixel limit") as caught:
+            call()
+        assert isinstance(caught.value, polydom.PolydomError) and isinstance(caught.value, ValueError)
+
+
+def test_the_pixel_limit_is_settable_and_refuses_before_decoding(files):
+    from polydom.featurizers.sources import pixel_limit, set_pixel_limit
+
+    arrays, paths, *_ = files
+    height, width = header_shape(paths["PNG"][0])
+    previous = set_pixel_limit(height * width - 1)
+    try:
+        with pytest.raises(polydom.PolydomError, match="over the pixel limit"):
+            decode_image(paths["PNG"][0], index=0)
+    finally:
+        set_pixel_limit(previous)
+    assert pixel_limit() == previous == 89_478_485
+    with pytest.raises(polydom.PolydomError, match="positive int"):
+        set_pixel_limit(0)
+
+
+def test_every_bad_item_is_a_polydom_error_and_a_batch_can_answer_around_it(files, tmp_path):
+    arrays, paths, _, clf = files
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)
+    bad = {"missing": (str(tmp_path / "nope.png"), FileNotFoundError),
+           "broken": (str(tmp_path / "broken.png"), ValueError),
+           "folder": (str(tmp_path), ValueError),
+           "complex": (np.ones((24, 24), dtype=complex), TypeError)}
+    for name, (item, base) in bad.items():
+        with pytest.raises(polydom.PolydomError, match="item 1") as caught:
+            clf.predict([arrays[0], item], budget=1.0)
+        assert isinstance(caught.value, base), name
+    batch = [paths["PNG"][0], bad["missing"][0], arrays[2], bad["broken"][0]]
+    answers = clf.explain(batch, budget=None, errors="return")
+    assert [type(a).__name__ for a in answers] == ["Explanation", "ImageNotFoundError", "Explanation", "ImageError"]
+    assert [a.label for a in answers[::2]] == clf.predict([paths["PNG"][0], arrays[2]], budget=None).tolist()
+    assert "item 3" in str(answers[3])
+    server_answers = clf.server().explain(batch, budget=None, errors="return")
+    assert [type(a).__name__ for a in server_answers] == [type(a).__name__ for a in answers]
+    with pytest.raises(polydom.PolydomError, match="item 1"):
+        clf.explain(batch, budget=None)
+    with pytest.raises(polydom.PolydomError, match='errors must be "raise" or "return"'):
+        clf.explain(batch, errors="ignore")
+    with pytest.raises(polydom.PolydomError) as caught:
+        clf.predict([arrays[0]], budget=1e-3 + 1j)
+    assert isinstance(caught.value, TypeError)

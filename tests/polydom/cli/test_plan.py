@@ -144,6 +144,10 @@ def test_a_greedy_index_plans_too(sizes_txt, tmp_path, capsys):
     (["{saved}", "--sizes", "{negative}", "--total-budget", "1"], "size must be >= 0"),
     (["{missing}", "--sizes", "{txt}", "--total-budget", "1"], "does not exist"),
     (["{saved}", "--sizes", "{infinite}", "--total-budget", "1"], "size must be finite; infinite at position 1"),
+    (["{saved}", "--sizes", "{pickled}", "--total-budget", "1"], "not a .npy array file (no NumPy header)"),
+    (["{saved}", "--sizes", "{fifo}", "--total-budget", "1"], "not a regular file"),
+    (["{saved}", "--sizes", "/dev/zero", "--total-budget", "1"], "not a regular file"),
+    (["{saved}", "--sizes", "{long}", "--total-budget", "1"], "line 1: longer than 256 bytes"),
 ])
 def test_errors_exit_1_with_one_line(saved, sizes_txt, tmp_path, capsys, argv, fragment):
     (tmp_path / "bad.txt").write_text("1\n2\nthree\n")
@@ -151,7 +155,13 @@ def test_errors_exit_1_with_one_line(saved, sizes_txt, tmp_path, capsys, argv, f
     (tmp_path / "negative.txt").write_text("1\n-4\n")
     (tmp_path / "infinite.txt").write_text("1\ninf\n")
     np.save(tmp_path / "matrix.npy", np.ones((2, 2)))
-    paths = {"saved": saved, "txt": sizes_txt, "missing": tmp_path / "missing", "bad": tmp_path / "bad.txt",
+    import os
+    import pickle
+
+    (tmp_path / "pickled.npy").write_bytes(pickle.dumps([1.0, 2.0]))
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "long.txt").write_text("1" * 300 + "\n")
+    paths = {"pickled": tmp_path / "pickled.npy", "fifo": tmp_path / "fifo", "long": tmp_path / "long.txt","saved": saved, "txt": sizes_txt, "missing": tmp_path / "missing", "bad": tmp_path / "bad.txt",
              "empty": tmp_path / "empty.txt", "matrix": tmp_path / "matrix.npy", "negative": tmp_path / "negative.txt",
              "infinite": tmp_path / "infinite.txt"}
     status, printed, err = run(["plan"] + [a.format(**paths) for a in argv], capsys)
@@ -191,3 +201,26 @@ def test_the_command_runs_as_a_program_and_imports_neither_sklearn_nor_sympy(bui
     ok = subprocess.run([sys.executable, "-P", "-m", "polydom.cli", "plan", str(saved), "--sizes", str(sizes_txt),
                          "--total-budget", str(TOTAL)], capture_output=True, text=True, env=subprocess_env, timeout=120)
     assert ok.returncode == 0 and "points over the equal split" in ok.stdout
+
+
+def test_sizes_from_endless_or_huge_files_are_refused_in_bounded_memory(saved, tmp_path, subprocess_env):
+    """/dev/zero never yields a newline and a 300 MB file has none: each is refused with one line,
+    in a process that stays under 200 MB (its peak resident size, read by a parent of its own)."""
+    huge = tmp_path / "huge.txt"
+    with open(huge, "wb") as file:
+        file.truncate(300 << 20)  # sparse: 300 MB of zero bytes and no newline
+    for sizes, fragment in (("/dev/zero", "not a regular file"), (str(huge), "longer than 256 bytes")):
+        code = (
+            "import resource, subprocess, sys\n"
+            f"done = subprocess.run([sys.executable, '-P', '-m', 'polydom.cli', 'plan', {str(saved)!r}, "
+            f"'--sizes', {sizes!r}, '--total-budget', '1'], capture_output=True, text=True, timeout=60)\n"
+            "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "print(done.stderr, end='')\n"
+        )
+        done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=subprocess_env,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        status, peak_kib = map(int, done.stdout.splitlines()[0].split())
+        lines = done.stdout.splitlines()[1:]
+        assert status == 1 and len(lines) == 1 and fragment in lines[0], done.stdout
+        assert peak_kib < 200 * 1024
