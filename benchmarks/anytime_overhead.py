@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helper
 from revision import module_at, short_name  # noqa: E402
 
 SIDES = (28, 89, 280)
-BUDGETS_MS = (0.5, 2.0, 10.0, 50.0)
+BUDGETS_MS = (0.2, 0.5, 2.0, 10.0, 50.0)
 
 
 def _walks(module, index, size: float, budget: float, vectors: dict, cascade: bool, walks: int) -> tuple[float, object]:
@@ -55,12 +55,70 @@ def _walks(module, index, size: float, budget: float, vectors: dict, cascade: bo
     return (time.perf_counter() - start) / walks, answer
 
 
+def _single_walks(module, index, size: float, budget: float, vectors: dict, walks: int) -> list[float]:
+    """Seconds of each of ``walks`` single walks with the guards on (the fit's guards, its cost
+    laws and the stake, as a classifier's ``predict`` walks), the first of the size included: each
+    timed on its own, around one ``serve_anytime`` call."""
+    position = {name: i for i, name in enumerate(index.space.names)}
+    cost = [curve(size) for curve in index.costs]
+    now = [0.0]
+
+    def compute(name, deadline=None):
+        now[0] += cost[position[name]]
+        return vectors[name]
+
+    clock = lambda: now[0]  # noqa: E731 - a replayed clock
+    seconds = []
+    timer = time.perf_counter
+    for _ in range(walks):
+        now[0] = 0.0
+        start = timer()
+        module.serve_anytime(index, size, budget, compute, clock)
+        seconds.append(timer() - start)
+    return seconds
+
+
+def _percentile(values, q: float) -> float:
+    return float(np.quantile(np.asarray(values), q))
+
+
+def single_walk_rows(baseline, path, walks: int) -> tuple[list[str], list[tuple]]:
+    """The table of single guarded walks: per side and budget, median, p99 and the first walk of
+    the size, on a freshly loaded index (so the first walk of each size prepares what it needs),
+    this tree's walk and ``baseline``'s on two separate loads."""
+    rows = ["| side | budget (ms) | median (us) | p99 (us) | first walk (us) |"
+            + (" baseline median (us) | baseline p99 (us) | baseline first (us) |" if baseline else ""),
+            "|---|---|---|---|---|" + ("---|---|---|" if baseline else "")]
+    cells = []
+    loads = {"now": polydom.CostSensitiveClassifier.load(path)}
+    if baseline is not None:
+        loads["before"] = polydom.CostSensitiveClassifier.load(path)
+    vectors = {name: np.zeros(c.stop - c.start) for name, c in loads["now"].feature_columns_.items()}
+    for side in SIDES:
+        size = float(side * side)
+        for budget_ms in BUDGETS_MS:
+            budget = budget_ms / 1e3
+            now_t = _single_walks(anytime, loads["now"].planner_.index, size, budget, vectors, walks)
+            row = (f"| {side} | {budget_ms:g} | {1e6 * statistics.median(now_t):.1f} | "
+                   f"{1e6 * _percentile(now_t, 0.99):.1f} | {1e6 * now_t[0]:.1f} |")
+            cell = (side, budget_ms, statistics.median(now_t), _percentile(now_t, 0.99))
+            if baseline is not None:
+                before_t = _single_walks(baseline, loads["before"].planner_.index, size, budget, vectors, walks)
+                row += (f" {1e6 * statistics.median(before_t):.1f} | {1e6 * _percentile(before_t, 0.99):.1f} |"
+                        f" {1e6 * before_t[0]:.1f} |")
+                cell += (statistics.median(before_t), _percentile(before_t, 0.99))
+            rows.append(row)
+            cells.append(cell)
+    return rows, cells
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="a saved CostSensitiveClassifier with prefix chains")
     parser.add_argument("--against", default=None, help="a git revision whose walk to time beside this one")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--walks", type=int, default=50)
+    parser.add_argument("--single-walks", type=int, default=300, help="single walks timed per cell")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -115,6 +173,23 @@ def main(argv=None) -> None:
     ]
     if ratios:
         lines += ["", f"Median ratio over cells: {statistics.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x)."]
+    single, cells = single_walk_rows(baseline, args.index, args.single_walks)
+    tight = [c for c in cells if c[1] <= 2.0]
+    lines += [
+        "",
+        "## Single walks, guards on",
+        "",
+        f"Each walk timed on its own ({args.single_walks} per cell), with the fit's guards, cost laws and the"
+        " stake, as a classifier's `predict` walks; the index freshly loaded, so the first walk of each size"
+        " (which prepares what later walks find ready) is counted.",
+        "",
+        *single,
+        "",
+        f"Cells with a budget of 2 ms or less: median at most {1e6 * max(c[2] for c in tight):.1f} us, "
+        f"p99 at most {1e6 * max(c[3] for c in tight):.1f} us"
+        + (f" (baseline: {1e6 * max(c[4] for c in tight):.1f} and {1e6 * max(c[5] for c in tight):.1f} us)."
+           if baseline is not None else "."),
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

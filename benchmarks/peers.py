@@ -154,7 +154,8 @@ def realdata_settings() -> tuple:
     return REALDATA_SIDES, tuple(ms / 1e3 for ms in module.BUDGETS_MS), tuple(module.FEATURES)
 
 
-def report_name(dataset: str, sides, budgets, features, busy: int, *, defaults, realdata=None) -> str:
+def report_name(dataset: str, sides, budgets, features, busy: int, *, defaults, realdata=None,
+                late_share=None) -> str:
     """``peers-<dataset>[-...].md``: one part per setting that differs from ``defaults`` (``(sides,
     budgets, features)``): ``realdata`` when all three are ``realdata``'s, else ``s28-56`` (sides),
     ``b0.2-1`` (budgets in ms), ``+gabor-glcm`` (features added to and dropped from the defaults;
@@ -175,6 +176,8 @@ def report_name(dataset: str, sides, budgets, features, busy: int, *, defaults, 
             parts.append(added + dropped or "f" + "-".join(features))
     if busy:
         parts.append(f"busy{busy}")
+    if late_share is not None:
+        parts.append(f"late{late_share * 100:g}")
     return "peers-" + "-".join(parts) + ".md"
 
 
@@ -917,6 +920,9 @@ def main(argv=None) -> None:
                              "(default: the classifier's, %(default)s)")
     parser.add_argument("--guard", type=float, default=None,
                         help="PolyDom's serving guard, Serving(guard=...) (default: the library's)")
+    parser.add_argument("--late-share", type=float, default=None, metavar="S",
+                        help="serve PolyDom under a late-share budget S (e.g. 0.02), priced and adjusted over the "
+                             "answers as a server does (polydom.index.lateness); default none")
     parser.add_argument("--cegb-spread", choices=("full", "even"), default="full",
                         help="a feature's cost on each of its columns (full) or divided over them (even)")
     parser.add_argument("--tradeoffs", default=",".join(f"{t:g}" for t in DEFAULT_TRADEOFFS))
@@ -926,7 +932,8 @@ def main(argv=None) -> None:
     sides, budgets, features, realdata = settings(parser, args, defaults)
     command = "python -P benchmarks/peers.py" + ("" if not sys.argv[1:] else " " + shlex.join(sys.argv[1:]))
     out = pathlib.Path(args.out or HERE / "results" / report_name(args.dataset, sides, budgets, features, args.busy,
-                                                                   defaults=defaults, realdata=realdata))
+                                                                   defaults=defaults, realdata=realdata,
+                                                                   late_share=args.late_share))
     started = time.perf_counter()
 
     def log(message: str) -> None:
@@ -991,6 +998,7 @@ def settings(parser, args, defaults) -> tuple:
 def run(args, cache, log, features, sides, budgets) -> dict:
     from polydom.classifier.blackbox import default_learners
     from polydom.demo.evaluation import serve_grid
+    from polydom.index.lateness import LatePrice
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from lab.job import split_pictures
@@ -1060,8 +1068,9 @@ def run(args, cache, log, features, sides, budgets) -> dict:
     results = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # sizes inside the timed range: no extrapolation warnings expected
+        late_price = None if args.late_share is None else LatePrice(args.late_share)
         grid = serve_grid(clf, held.X, held.seconds, test_sizes, y_test, budgets,
-                                   cpu_seconds=held.cpu_seconds)
+                          cpu_seconds=held.cpu_seconds, late_price=late_price)
     results[REFERENCE] = cell_stats(grid.correct, grid.measured, test_sizes, sides, budgets)
     bare = without_guards(clf)
     polydom_sets = {}

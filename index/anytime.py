@@ -204,18 +204,24 @@ def serve_anytime(
     """
     start = clock()
     names = index.space.names
-    cost = [curve(size) for curve in index.costs]
-    guards = index.walk_guards(size, guarded, serving_guards)
+    prep = prepared(index)
+    cost, fit_guards, laws, totals = prep.at(index, size)
+    if not guarded:
+        guards = prep.ones
+    elif serving_guards is not None:
+        guards = index.walk_guards(size, guarded, serving_guards)
+    else:
+        guards = fit_guards
     learn = serving_guards if guarded else None
-    if guarded and not getattr(index, "start_cap", True):
+    if guarded and not prep.start_cap:
         # No per-start cap: every start is weighed by its chance to finish (the stake), and a set
         # has room when its predicted costs fit (module docstring, *what is at stake*).
         stake_guards, guards = guards, (1.0,) * len(cost)
     else:
         stake_guards = guards
-    need = _Need(cost, guards)
+    need = _Need(cost, guards, totals)
     limit = budget * _SLACK
-    position = {m: i for i, m in enumerate(index.candidates)}  # candidate id of a mask, for upgrades
+    position = prep.position  # candidate id of a mask, for upgrades
     target = index.lookup(size, budget).key
     if need(target, 0) > limit:  # the guards leave no room for the lookup's set: the best that has room
         roomy = _best_with_room(index, size, 0, limit, need, lambda c, acc: True)
@@ -228,7 +234,7 @@ def serve_anytime(
     values: dict[int, object] = {}
     refused: set[int] = set()  # targets whose next feature the stake rule would not start
     price = late_price.price(size, budget) if guarded and late_price is not None else 0.0
-    stake = _Stake(index, stake_guards, serving_guards, size, price) if guarded else None
+    stake = _Stake(index, stake_guards, serving_guards, size, price, laws, prep.z) if guarded else None
     while True:
         order = index.chains.get(target) or bits_of(target)
         pending = [i for i in order if not computed >> i & 1]
@@ -244,7 +250,7 @@ def serve_anytime(
             refused.add(target)
             floor = index.trained.get(served, -1.0)
             other = _best_with_room(index, size, computed, limit - elapsed, need,
-                                    lambda c, acc: acc > floor and index.candidates[c] not in refused)
+                                    lambda c, acc: acc > floor and index.candidates[c] not in refused, floor)
             if other is not None and other != target:
                 target = other
                 steps.append(("retarget", other))
@@ -274,7 +280,7 @@ def serve_anytime(
             learn.observe(nxt, size, cost[nxt], elapsed - before,
                           None if cpu_before is None else cpu_clock() - cpu_before)
         steps.append(("compute", names[nxt]))
-        served = _best_computed(index, computed, served)
+        served = _best_computed_adding(prep, computed, served, nxt, index.trained)
         if tried:
             continue  # the budget is spent: nothing to stop early for or upgrade to
         if stop_when_confident:
@@ -286,7 +292,7 @@ def serve_anytime(
         t = position[target]
         floor = index.candidate_accuracy[t]
         better = _best_with_room(index, size, computed, limit - elapsed, need, lambda c, acc: (
-            acc > floor and acc - floor > index.tolerance_between(t, c)))
+            acc > floor and acc - floor > index.tolerance_between(t, c)), floor)
         if better is not None:
             target = better
             steps.append(("upgrade", better))
@@ -311,15 +317,14 @@ class _Stake:
 
     __slots__ = ("index", "guards", "learned", "size", "z", "laws", "price")
 
-    def __init__(self, index, guards, learned, size: float, price: float = 0.0):
+    def __init__(self, index, guards, learned, size: float, price: float = 0.0, laws=None, z=None):
         self.index = index
         self.guards = guards
         self.learned = learned
         self.size = size
-        self.laws = laws_at(index, size)
+        self.laws = laws
         self.price = price
-        quantile = float((getattr(index, "params", None) or {}).get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
-        self.z = _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
+        self.z = _guard_z(index) if z is None else z
 
     def chance(self, feature: int, ratio: float) -> float:
         """The chance that ``feature`` takes at most ``ratio`` times its predicted cost: the share
@@ -370,24 +375,81 @@ def law_chance(law, ratio: float) -> float:
     return (k - 1 + (ratio - low) / (high - low)) / last
 
 
-def laws_at(index, size: float):
-    """``index.cost_laws(size)``, with the params read and checked once per index: later walks
-    only pick the row of their size (sizes ascending, as :meth:`cost_laws` picks it)."""
-    cost_laws = getattr(index, "cost_laws", None)
-    if cost_laws is None:
-        return None
-    params = getattr(index, "params", None)
-    table = index.__dict__.get("_laws_table") if hasattr(index, "__dict__") else None
-    if table is None or table[0] is not params:
-        sizes = tuple((params or {}).get("cost_law_sizes") or ())
-        table = (params, cost_laws(), sizes, tuple(cost_laws(n) for n in sizes))
+def _guard_z(index) -> float:
+    """The standard normal quantile of the index's guard quantile (the log-normal fallback's scale)."""
+    quantile = float((getattr(index, "params", None) or {}).get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
+    return _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
+
+
+class _Prepared:
+    """What a walk reads of an index that does not change between walks, prepared once per index
+    version: the candidate id of each mask, the guards' normal quantile, whether starts are
+    capped, the cost laws' table; and per item size (up to :data:`_SIZES_KEPT` of them) the
+    features' predicted costs, the fit's guards and the laws there. So a walk's own bookkeeping
+    is its decisions, not reading params (``docs/walk-bookkeeping.md``)."""
+
+    __slots__ = ("key", "position", "z", "start_cap", "ones", "law_sizes", "law_rows", "overall_laws", "by_size",
+                 "containing", "rank")
+
+    def __init__(self, index, key):
+        self.key = key
+        self.position = {m: i for i, m in enumerate(index.candidates)}
+        # Per feature, the ranked prefixes that hold it, most accurate first (_best_computed_adding).
+        ranked = getattr(index, "ranked_prefixes", ())
+        self.containing = tuple(tuple(item for item in ranked if item[0] >> i & 1) for i in range(len(index.costs)))
+        # Each ranked prefix's place in the ranking and its accuracy (ties go to the earlier place).
+        self.rank = {mask: (place, acc) for place, (mask, acc) in enumerate(ranked)}
+        self.z = _guard_z(index)
+        self.start_cap = bool(getattr(index, "start_cap", True))
+        self.ones = (1.0,) * len(index.costs)
+        cost_laws = getattr(index, "cost_laws", None)
+        self.overall_laws = None if cost_laws is None else cost_laws()
+        self.law_sizes = tuple(((getattr(index, "params", None) or {}).get("cost_law_sizes") or ())
+                               if self.overall_laws is not None else ())
+        self.law_rows = tuple(cost_laws(n) for n in self.law_sizes)
+        self.by_size: dict = {}
+
+    def laws(self, size: float):
+        """The cost laws at ``size`` (as :meth:`CostSensitiveIndex.cost_laws` picks them)."""
+        sizes = self.law_sizes
+        if not sizes:
+            return self.overall_laws
+        at = bisect_left(sizes, size)
+        rows = self.law_rows
+        return rows[min(at, len(rows) - 1)] if at == 0 or at == len(sizes) or sizes[at] == size else rows[at]
+
+    def at(self, index, size: float):
+        """``(costs, the fit's guards, laws, the sets' total costs as the walks met them)`` at ``size``."""
+        found = self.by_size.get(size)
+        if found is None:
+            if len(self.by_size) >= _SIZES_KEPT:
+                self.by_size.clear()
+            guards = getattr(index, "cost_guards", None)
+            found = self.by_size[size] = ([curve(size) for curve in index.costs],
+                                          guards(size) if guards is not None else self.ones, self.laws(size), {})
+        return found
+
+
+#: Item sizes whose costs a prepared index keeps (natural images each have a size of their own:
+#: the table is cleared when full rather than grown without bound).
+_SIZES_KEPT = 1024
+
+
+def prepared(index) -> _Prepared:
+    """The :class:`_Prepared` of ``index``, made at its first walk and kept on it while its
+    params, costs and candidates stay the same objects (a refresh replaces them)."""
+    params = getattr(index, "params", None) or {}
+    # The params' values a walk reads, by identity: setting one anew (as a fit sets the guards
+    # after the build) makes the walk prepare the index again.
+    key = (params, index.costs, index.candidates, params.get("cost_guard"), params.get("cost_guard_by_size"),
+           params.get("cost_law"), params.get("cost_law_by_size"), params.get("start_cap"),
+           params.get("cost_guard_quantile"))
+    prep = index.__dict__.get("_walk_prepared") if hasattr(index, "__dict__") else None
+    if prep is None or any(a is not b for a, b in zip(prep.key, key)):
+        prep = _Prepared(index, key)
         if hasattr(index, "__dict__"):
-            index.__dict__["_laws_table"] = table
-    _, overall, sizes, rows = table
-    if not sizes or overall is None:
-        return overall
-    at = bisect_left(sizes, size)
-    return rows[min(at, len(rows) - 1)] if at == 0 or at == len(sizes) or sizes[at] == size else rows[at]
+            index.__dict__["_walk_prepared"] = prep
+    return prep
 
 
 class _Need:
@@ -395,13 +457,20 @@ class _Need:
     features' predicted costs, plus room for the last one started to take its guard's share
     (the largest ``(guard - 1) * cost`` among them; 0 with guards of 1)."""
 
-    def __init__(self, cost, guards):
+    def __init__(self, cost, guards, totals=None):
         self.cost = cost
         self.share = [(g - 1.0) * c for g, c in zip(guards, cost)]
         self.least_share = min(0.0, *self.share)  # a learned guard below 1 makes a share negative
+        self.totals = {} if totals is None else totals  # mask -> total, kept per item size
 
     def total(self, mask: int) -> float:
         """The predicted cost of every feature of ``mask``, computed or not."""
+        found = self.totals.get(mask)
+        if found is None:
+            found = self.totals[mask] = self._total(mask)
+        return found
+
+    def _total(self, mask: int) -> float:
         total = 0.0
         while mask:
             low = mask & -mask
@@ -424,15 +493,23 @@ class _Need:
         return sum(map(self.cost.__getitem__, bits)) + max(map(self.share.__getitem__, bits))
 
 
-def _best_with_room(index, size: float, computed: int, remaining: float, need, beats) -> int | None:
+def _best_with_room(index, size: float, computed: int, remaining: float, need, beats,
+                    floor: float | None = None) -> int | None:
     """The most accurate servable set at ``size`` with ``beats(candidate id, accuracy)`` that can
     still be finished in ``remaining`` (:class:`_Need`); None if there is none. The retarget
     (beats what is computed), the upgrade (beats the target by more than the tie tolerance) and
-    the first target (any set) are this one scan of the skyline."""
+    the first target (any set) are this one scan of the skyline. ``floor``: ``beats`` holds only
+    above this accuracy, so the scan stops where the skyline falls to it."""
     ids = index.skyline_ids_at(size)
+    accuracy = index.candidate_accuracy
+    if floor is not None:
+        # A skyline's accuracies strictly ascend: the sets at or below the floor are cut off.
+        ids = ids[bisect_right(ids, floor, key=accuracy.__getitem__):]
+        if not ids:
+            return None
     # A skyline's accuracies strictly ascend, so the first match from the top is the best.
     for c in reversed(ids):
-        if beats(c, index.candidate_accuracy[c]):
+        if beats(c, accuracy[c]):
             needed = need(index.candidates[c], computed)
             if needed <= remaining:
                 return index.candidates[c]
@@ -493,6 +570,34 @@ def ranked_prefixes(chains: Mapping[int, Sequence[int]], trained: Mapping[int, f
             if prefix not in seen:
                 seen[prefix] = trained.get(prefix, -1.0)
     return tuple(sorted(seen.items(), key=lambda item: -item[1]))  # sorted() is stable
+
+
+def _best_computed_adding(prep: _Prepared, computed: int, served: int, feature: int, trained) -> int:
+    """:func:`_best_computed` after ``feature`` joined ``computed``, when ``served`` was the best
+    computed prefix before it: a better one must hold ``feature``, so only the prefixes that do
+    are scanned (the walk adds one feature at a time, and this is what it asks after each)."""
+    floor = trained.get(served, -1.0)
+    containing = prep.containing[feature]
+    bit = 1 << feature
+    rest = computed & ~bit
+    if 1 << rest.bit_count() < len(containing):
+        # Fewer subsets of what is computed than ranked prefixes to scan: look each up.
+        rank = prep.rank
+        best, best_key = served, None
+        sub = rest
+        while True:
+            found = rank.get(sub | bit)
+            if found is not None and found[1] > floor and (best_key is None or (-found[1], found[0]) < best_key):
+                best, best_key = sub | bit, (-found[1], found[0])
+            if not sub:
+                return best
+            sub = (sub - 1) & rest
+    for prefix, acc in containing:
+        if acc <= floor:
+            break
+        if not prefix & ~computed:
+            return prefix
+    return served
 
 
 def _best_computed(index, computed: int, served: int) -> int:

@@ -630,6 +630,57 @@ def guarded_decode(fit: "CostFit | None", size: float) -> float:
     return 0.0 if fit is None else fit.guard * fit.curve(size)
 
 
-def decode_fits(fit: "CostFit | None", size: float, budget: float) -> bool:
-    """Whether serving decodes an encoded image of ``size`` pixels within ``budget`` seconds."""
-    return guarded_decode(fit, size) <= budget
+def decode_fits(fit: "CostFit | None", size: float, budget: float, index=None) -> bool:
+    """Whether serving decodes an encoded image of ``size`` pixels within ``budget`` seconds: its
+    guarded decode fits, and -- given the ``index`` that serves it -- the time it leaves still
+    buys a feature (an answer that will compute nothing does not decode: the decode would only
+    make it late)."""
+    left = budget - guarded_decode(fit, size)
+    if left < 0.0:
+        return False
+    if index is None:
+        return True
+    try:
+        return bool(index.lookup(size, left).key)
+    except (TypeError, ValueError):  # a size outside the domain: serving's own check names it
+        return True
+
+
+#: Training images whose encoded copies are timed when a classifier is fitted on arrays, so that
+#: it learns what decoding a file costs before it serves one (:func:`sample_decode_times`).
+DECODE_SAMPLE_IMAGES = 12
+
+
+def sample_decode_times(images, count: int = DECODE_SAMPLE_IMAGES, random_state=None) -> list:
+    """``(size, seconds)`` of decoding encoded copies of ``count`` training arrays, spread over
+    their sizes: each encoded as JPEG (quality 90) and as PNG, then decoded as serving decodes a
+    file (:func:`polydom.featurizers.sources.decode_image`), timed on the thread's CPU clock.
+    Empty when Pillow is missing."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return []
+    import io
+    import time
+
+    from polydom.featurizers.sources import decode_image
+
+    sizes = np.array([item_size(im) for im in images])
+    rng = np.random.default_rng(random_state)
+    order = np.lexsort((rng.random(len(sizes)), sizes))
+    chosen = order[np.linspace(0, len(order) - 1, min(count, len(order))).astype(int)]
+    samples = []
+    for i in chosen:
+        array = np.asarray(images[i])
+        if array.dtype != np.uint8:  # bool, uint16 or floats in [0, 1]: a file holds 8 bits
+            scale = 255.0 if array.dtype.kind in "fb" else 255.0 / 65535.0
+            array = np.clip(np.round(array.astype(np.float64) * scale), 0, 255).astype(np.uint8)
+        picture = Image.fromarray(array[..., :3] if array.ndim == 3 else array)
+        for fmt, options in (("JPEG", {"quality": 90}), ("PNG", {"compress_level": 1})):
+            buffer = io.BytesIO()
+            picture.save(buffer, format=fmt, **options)
+            data = buffer.getvalue()
+            start = time.thread_time()
+            decoded = decode_image(data)
+            samples.append((decoded.shape[0] * decoded.shape[1], time.thread_time() - start))
+    return samples

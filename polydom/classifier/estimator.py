@@ -22,7 +22,7 @@ from .calibration import carry_calibration
 from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import ClassifierStateError, load_classifier, save_classifier, state_from_version
 from .constraints import Integer, check_param
-from .costs import fit_decode_cost, measure_feature_costs
+from .costs import MIN_DECODE_SAMPLES, fit_decode_cost, measure_feature_costs, sample_decode_times
 from .inputs import as_image_list, check_budgets, check_errors, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
 from .policies import Cascade, Selection, Serving, Timing
@@ -223,6 +223,10 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         groups = check_groups(groups, len(images))
         settings = FitSettings.from_params(self._settings())
         result = run_fit(images, y, groups, settings)
+        if len(decodes) < MIN_DECODE_SAMPLES:
+            # Fitted on arrays: learn what decoding a file costs anyway, so that a file served
+            # later is decoded only where the decode and a feature fit its budget.
+            decodes = sample_decode_times(images, random_state=self.random_state)
         state = ServingState.build(
             result.index, features={f.name: f for f in result.features}, classes=result.classes,
             columns=result.columns, cost_fits=result.fits, n0=result.n0, timing_sides=result.timing_sides,

@@ -28,7 +28,7 @@ from polydom.featurizers.sources import as_array, decode_image, header_shape, is
 
 from .costs import decode_fits
 
-from polydom.index.anytime import FeatureTimeout
+from polydom.index.anytime import FeatureTimeout, prepared
 from polydom.index.base import StoredIndex
 from polydom.index.lateness import LatePrice
 from polydom.index.servingguards import ServingGuards
@@ -203,6 +203,10 @@ class ServingPlanner:
         self.late_price = LatePrice(late_share) if late_share is not None and learn else None
         # The walk's clock (an injected one in tests of the anytime logic).
         self.clock = time.perf_counter
+        # What the anytime walk reads of the index, prepared now rather than at the first request.
+        version = _version_of(index)
+        if getattr(version, "chains", None):
+            prepared(version)
 
     def with_costs(self, curves) -> "ServingPlanner":
         """A planner over ``index.with_costs(curves)``: the same sets and models, new cost curves."""
@@ -260,7 +264,8 @@ class ServingPlanner:
         this planner was built over a live loaded index that a refresh switches meanwhile.
 
         An encoded image (a path or bytes) is sized from its header. The budget covers the whole
-        answer: it is decoded only if the decode step's guarded curve fits (:attr:`decode`), and
+        answer: it is decoded only if the decode step's guarded curve fits (:attr:`decode`) and
+        the time left still buys a feature (:func:`~polydom.classifier.costs.decode_fits`), and
         the features get what its measured time leaves; otherwise nothing is decoded and the
         answer falls back on time to the set that costs nothing.
 
@@ -276,7 +281,7 @@ class ServingPlanner:
             start = time.perf_counter()
             height, width = header_shape(image, index=i)
             size = height * width
-            if decode_fits(self.decode, size, budget):
+            if decode_fits(self.decode, size, budget, _version_of(self.index)):
                 array = decode_image(image, index=i)
                 decoded = time.perf_counter() - start
                 budget = max(budget - decoded, 0.0)
@@ -315,11 +320,13 @@ class ServingPlanner:
                 options["speculate"] = True
             if self.late_price is not None:
                 options["late_price"] = self.late_price
+        if self.clock is not time.perf_counter:  # an injected clock (the walk's default is this one)
+            options["clock"] = self.clock
         with_steps = getattr(index, "select_steps", None)
         if with_steps is not None:
-            choice, steps = with_steps(size, budget, compute, self.clock, **options)
+            choice, steps = with_steps(size, budget, compute, **options)
         else:
-            choice = index.select(size, budget, compute, self.clock, **options)
+            choice = index.select(size, budget, compute, **options)
             steps = [("compute", n) for n in computed]
         space = index.space
         readable = tuple((kind, tuple(sorted(space.frozenset(v))) if isinstance(v, int) else v) for kind, v in steps)

@@ -77,7 +77,8 @@ MODES = ("select", "cascade", "plain")
 
 def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, budget: float,
                      row: np.ndarray | None = None, columns: dict | None = None, mode: str = "select",
-                     serving_guards=None, speculate: bool = False, cpu_seconds: np.ndarray | None = None):
+                     serving_guards=None, speculate: bool = False, cpu_seconds: np.ndarray | None = None,
+                     late_price=None):
     """Serve one item with a clock replaying its recorded feature times (``seconds``); ``compute``
     hands back the item's recorded feature vector (from ``row``) for models that read it.
     ``serving_guards`` learns from the replayed times as serving learns from real ones; with
@@ -109,12 +110,14 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
         options["speculate"] = True
     if cpu_seconds is not None and serving_guards is not None:
         options["cpu_clock"] = lambda: cpu_now[0]
+    if late_price is not None:
+        options["late_price"] = late_price
     return index.select(size, min(budget, _FLOAT_MAX), compute, clock, serving_guards=serving_guards, **options)
 
 
 def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y, budgets: Sequence[float],
                mode: str = "select", cpu_seconds: np.ndarray | None = None,
-               decode_seconds: np.ndarray | None = None) -> GridResult:
+               decode_seconds: np.ndarray | None = None, late_price=None) -> GridResult:
     """Serve every item of a precomputed feature matrix at every budget.
 
     Parameters
@@ -140,6 +143,9 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         (:meth:`~polydom.classifier.serving.ServingPlanner.serve`): only where the planner's
         guarded decode curve fits the budget, the walk getting what the decode leaves, the
         decode counted in the measured time; otherwise nothing is computed.
+    late_price : LatePrice, optional
+        A late-share budget (:class:`~polydom.index.lateness.LatePrice`), priced and adjusted
+        over the replayed answers as a server's is over real ones.
 
     Returns
     -------
@@ -171,14 +177,14 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         for i in range(n):
             spent, left = 0.0, float(budget)
             if decode_seconds is not None:
-                if decode_fits(decode, float(sizes[i]), left):
+                if decode_fits(decode, float(sizes[i]), left, planner.index):
                     spent = float(decode_seconds[i])
                     left = max(left - spent, 0.0)
                 else:
                     left = 0.0
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), left,
                                       X[i], columns, mode, planner.serving_guards, speculate,
-                                      None if cpu_seconds is None else cpu_seconds[i])
+                                      None if cpu_seconds is None else cpu_seconds[i], late_price)
             keys[i], measured[b, i] = choice.key, choice.cost + spent
         served[b] = keys
         for key in np.unique(keys):

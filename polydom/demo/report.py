@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import datetime
+import os
 
 import numpy as np
 
@@ -198,6 +199,16 @@ def decoding(r) -> str:
             "leaves.\n\n" + table(["size", "images", "median decode (ms)", "0.9 quantile (ms)"], rows) + "\n")
 
 
+def _figures(out: str, r) -> list[str]:
+    """The report's figures section: each PNG drawn beside the report, with its caption."""
+    from .plots import draw_figures
+
+    drawn = draw_figures(out, r)
+    if not drawn:
+        return []
+    return ["## Figures\n", "\n\n".join(f"![{caption}]({name})\n\n{caption}" for name, caption in drawn) + "\n"]
+
+
 def write_report(path, r) -> str:
     """Write the report of :class:`~polydom.demo.job.DemoResult` ``r`` to ``path``; returns the path."""
     s = r.settings
@@ -232,6 +243,7 @@ def write_report(path, r) -> str:
         "overhead.\n",
         late_table(r) + "\n",
         decoding(r),
+        *_figures(os.path.dirname(os.path.abspath(path)), r),
         "## Fit and deploy\n",
         f"Fit wall time: {fit}. The default's index was saved to `index/` and loaded back; "
         + ("the loaded index served exactly the sets the fitted classifier served."

@@ -606,3 +606,144 @@ def test_speculation_changes_nothing_where_the_guards_let_the_walk_through(index
         b = DeadlineClock({n: c[0] for n, c in COSTS.items()})
         assert index.select(1.0, budget, a.compute, a) == index.select(1.0, budget, b.compute, b, speculate=True)
         assert a.computed == b.computed
+
+
+# ------------------------------------------------------------------ the start rule without a cap
+# By default (a classifier's Serving(guard=None): params["start_cap"] False) a start is weighed by
+# its chance to finish, read from the measured cost law, times the accuracy it leads to.
+
+def with_laws(index, laws, start_cap=False, **guards):
+    """A copy of ``index`` with per-feature cost laws (41 quantiles), the cap off, and guards."""
+    out = guarded(index, **guards)
+    out.params["cost_law"] = [laws.get(n) for n in index.space.names]
+    out.params["start_cap"] = start_cap
+    return out
+
+
+def law_between(low, high):
+    """A uniform law of measured / predicted time on [low, high], as 41 quantiles."""
+    return [low + (high - low) * k / 40 for k in range(41)]
+
+
+def test_law_chance_reads_the_quantiles_and_interpolates():
+    from polydom.index.anytime import law_chance
+
+    law = law_between(0.5, 1.5)
+    assert law_chance(law, 0.4) == 0.0 and law_chance(law, 1.5) == 1.0 and law_chance(law, 9.0) == 1.0
+    assert law_chance(law, 1.0) == pytest.approx(0.5) and law_chance(law, 0.75) == pytest.approx(0.25)
+
+
+def test_without_a_cap_a_start_worth_its_risk_is_taken():
+    """Budget 5.2 at size 1: the lookup's {cheap, slow} (5 s, 0.85) needs 7 s under slow's guard
+    of 1.5, so the cap refuses it for {cheap, mid} (0.75). Without the cap, once cheap is computed
+    slow's law says it finishes in the 4.2 s left three times in four, and 0.75 * 0.85 beats the
+    0.6 of {cheap}: the walk starts it."""
+    ix = polydom.build(COSTS, acc, e=0.0, tolerance=0.0)
+    laws = {"slow": law_between(0.6, 1.2), "cheap": law_between(0.9, 1.1), "mid": law_between(0.9, 1.1)}
+    assert ix.lookup(1.0, 5.2).features == frozenset({"cheap", "slow"})
+    capped = with_laws(ix, laws, start_cap=True, slow=1.5)
+    clock = RecordingClock({n: c[0] for n, c in COSTS.items()})
+    assert capped.select(1.0, 5.2, clock.compute, clock).features == frozenset({"cheap", "mid"})
+    uncapped = with_laws(ix, laws, slow=1.5)
+    clock = RecordingClock({n: c[0] for n, c in COSTS.items()})
+    assert uncapped.select(1.0, 5.2, clock.compute, clock).features == frozenset({"cheap", "slow"})
+
+
+def test_without_a_cap_a_start_not_worth_its_risk_is_refused():
+    """The same walk with a law under which slow never finishes in the 4.2 s left: starting it
+    is worth nothing, so the walk serves a set it can finish instead ({cheap, mid})."""
+    ix = polydom.build(COSTS, acc, e=0.0, tolerance=0.0)
+    laws = {"slow": law_between(1.06, 1.15), "cheap": law_between(0.9, 1.1), "mid": law_between(0.9, 1.1)}
+    uncapped = with_laws(ix, laws)
+    clock = RecordingClock({n: c[0] for n, c in COSTS.items()})
+    choice = uncapped.select(1.0, 5.2, clock.compute, clock)
+    assert "slow" not in clock.computed and choice.features == frozenset({"cheap", "mid"}) and choice.cost <= 5.2
+
+
+def test_a_late_price_refuses_a_start_the_plain_rule_takes():
+    """A price of lateness charges the start's chance to run late: at price 0 the slow start pays
+    (0.75 * 0.85 > 0.6); at a price of 1 it does not (0.64 - 0.25 < 0.6)."""
+    from polydom.index.lateness import LatePrice
+
+    ix = with_laws(polydom.build(COSTS, acc, e=0.0, tolerance=0.0),
+                   {"slow": law_between(0.6, 1.2), "cheap": law_between(0.9, 1.1), "mid": law_between(0.9, 1.1)})
+    price = LatePrice(0.02)
+    cell = price._cell(1.0, 5.2)
+    price._prices[cell] = 1.0
+    clock = RecordingClock({n: c[0] for n, c in COSTS.items()})
+    choice = ix.select(1.0, 5.2, clock.compute, clock, late_price=price)
+    assert "slow" not in clock.computed and choice.features == frozenset({"cheap", "mid"})
+    # The answer came on time: the price falls by rate * share.
+    assert price.price(1.0, 5.2) == pytest.approx(1.0 - 0.5 * 0.02)
+    price.check()
+
+
+def test_a_late_price_holds_the_late_share_near_its_budget():
+    """A stream of walks whose slow feature runs late one time in four when started: the plain rule
+    starts it every time (25% late); with a 2% budget the price climbs until the walk starts it
+    rarely, and the late share over the stream stays near the budget."""
+    from polydom.index.lateness import LatePrice
+
+    ix = with_laws(polydom.build(COSTS, acc, e=0.0, tolerance=0.0),
+                   {"slow": law_between(0.6, 1.2), "cheap": law_between(0.9, 1.1), "mid": law_between(0.9, 1.1)})
+    rng = random.Random(0)
+
+    def stream(price, walks=2000):
+        late = 0
+        for _ in range(walks):
+            clock = RecordingClock({"cheap": 1.0, "mid": 2.0, "slow": 5.0 if rng.random() < 0.25 else 3.5})
+            choice = ix.select(1.0, 5.2, clock.compute, clock, late_price=price)
+            late += choice.cost > 5.2
+        return late / walks
+
+    assert stream(None) == pytest.approx(0.25, abs=0.04)
+    price = LatePrice(0.02)
+    assert stream(price) <= 0.03
+    assert price.late_shares()[price._cell(1.0, 5.2)][0] == 2000
+    price.check()
+
+
+def test_the_walk_prepares_an_index_once_and_again_when_its_params_change(index):
+    from polydom.index.anytime import prepared
+
+    ix = copy.copy(index)
+    ix.__dict__.pop("_walk_prepared", None)
+    first = prepared(ix)
+    assert prepared(ix) is first
+    ix.params = {**ix.params, "cost_guard": [1.0, 1.0, 2.0]}
+    again = prepared(ix)
+    assert again is not first and again.at(ix, 1.0)[1] == (1.0, 1.0, 2.0)
+
+
+@given(st.integers(0, 2**32 - 1))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_adding_one_feature_finds_the_best_computed_prefix_as_the_full_scan_does(seed):
+    """The walk asks, after each feature it adds, for the best computed prefix: looking only at the
+    prefixes that hold the new feature (by scan or by subset look-up) answers as the full scan."""
+    from polydom.index.anytime import _best_computed_adding, _Prepared
+
+    rng = random.Random(seed)
+    k = rng.randint(1, 7)
+    trained = {m: rng.randint(0, 8) / 8 for m in range(1 << k)}
+    chains = {}
+    for _ in range(rng.randint(1, 6)):
+        mask = rng.randint(1, (1 << k) - 1)
+        order = [i for i in range(k) if mask >> i & 1]
+        rng.shuffle(order)
+        chains[mask] = tuple(order)
+
+    class Index:
+        params = {}
+
+    index = Index()
+    index.trained, index.chains, index.candidates, index.costs = trained, chains, [], [None] * k
+    index.ranked_prefixes = ranked_prefixes(chains, trained)
+    prep = _Prepared(index, ())
+    order = list(range(k))
+    rng.shuffle(order)
+    computed, served = 0, 0
+    for feature in order:
+        computed |= 1 << feature
+        expected = _best_computed(index, computed, served)
+        served = _best_computed_adding(prep, computed, served, feature, trained)
+        assert served == expected

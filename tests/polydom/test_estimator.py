@@ -40,10 +40,16 @@ class Counter:
     def __init__(self, function):
         self.function = function
         self.calls = 0
+        self.on_call = None  # a hook an injected-clock test advances its clock with
 
     def __call__(self, image):
         self.calls += 1
+        if self.on_call is not None:
+            self.on_call()
         return self.function(image)
+
+    def __getstate__(self):
+        return {**self.__dict__, "on_call": None}
 
 
 def counting_features(names):
@@ -345,3 +351,38 @@ def test_a_refit_with_a_cache_reuses_features_and_trained_sets(digits, tmp_path,
     cold = polydom.CostSensitiveClassifier(features=NAMES, cache_dir=tmp_path / "cache", **fast_params)
     cold.fit(images, labels, groups=groups)
     assert cold.fit_stats_["features_cached"] and cold.fit_stats_["trained"] == 0
+
+
+@pytest.mark.parametrize("backend", ["polydom", "greedy-cost"])
+def test_explain_lists_every_feature_the_walk_computed_on_an_injected_clock(digits, backend, fast_params):
+    """Whatever the timing -- features that run five times slower or faster than predicted, at
+    every budget -- ``explain`` lists exactly the features the walk called, and the set served is
+    among them."""
+    from polydom.classifier.serving import ServingPlanner
+
+    images, labels, groups = digits
+    features = counting_features(["intensity_hist", "thumbnail", "hog", "edge_density"])
+    clf = polydom.CostSensitiveClassifier(features=features, selection=polydom.Selection(backend=backend),
+                                          **fast_params)
+    clf.fit(images, labels, groups=groups)
+    counters = {f.name: f.function for f in features}
+    planner = ServingPlanner(clf.index_, {f.name: f for f in features}, learn=False)
+    rng = np.random.default_rng(0)
+    now = [0.0]
+    planner.clock = lambda: now[0]
+    size = images[0].shape[0] * images[0].shape[1]
+    full = clf.index_.cost_of([f.name for f in features], size)
+    for trial in range(40):
+        slowdown = {name: float(rng.choice([0.2, 1.0, 5.0])) for name in counters}
+        for name, counter in counters.items():
+            counter.calls = 0
+            curve = clf.cost_curves_[name]
+            # Each call moves the injected clock by the feature's predicted cost times its slowdown.
+            counter.on_call = (lambda c=curve, k=slowdown[name]: now.__setitem__(0, now[0] + k * c(size)))
+        now[0] = 0.0
+        budget = float(rng.uniform(0.05, 1.5)) * full
+        (e,) = planner.explain([images[0]], [budget])
+        assert {n for n, c in counters.items() if c.calls} == set(e.computed) >= set(e.features)
+        assert all(c.calls <= 1 for c in counters.values())
+    for counter in counters.values():
+        counter.on_call = None

@@ -103,6 +103,33 @@ def test_decoding_is_timed_and_inside_the_budget(files):
     assert ("decode", ()) not in plain.steps
 
 
+def test_a_decode_that_buys_no_feature_is_not_done(files):
+    """The decode fits, but the time it leaves buys no feature: nothing is decoded (it would only
+    make the answer late)."""
+    arrays, paths, _, clf = files
+    state = clf._state()
+    fit = state.decode_fit
+    size = 48 * 48
+    cheapest = min(curve(size) for name, curve in clf.cost_curves_.items())
+    budget = fit.guard * fit.curve(size) + 0.5 * cheapest  # the decode fits, no feature after it
+    assert not state.index.lookup(size, budget - fit.guard * fit.curve(size)).features
+    big = [p for p, a in zip(paths["PNG"], arrays) if a.shape[0] * a.shape[1] == size][0]
+    (e,) = clf.explain([big], budget=budget)
+    assert ("decode", ()) not in e.steps and e.computed == () and e.measured_cost == 0.0
+
+
+def test_a_classifier_fitted_on_arrays_learns_what_decoding_costs(files, fast_params):
+    arrays, paths, labels, _ = files
+    clf = polydom.CostSensitiveClassifier(features=NAMES, **fast_params).fit(arrays, labels)
+    fit = clf._state().decode_fit
+    assert fit is not None and fit.curve(48 * 48) > 0 and len(fit.sizes) >= 12
+    # A file whose decode cannot fit its budget is not decoded: the answer computes nothing.
+    (e,) = clf.explain([paths["JPEG"][0]], budget=fit.curve(48 * 48) * 1e-3)
+    assert ("decode", ()) not in e.steps and e.computed == ()
+    (fed,) = clf.explain([paths["JPEG"][0]], budget=1.0)
+    assert fed.steps[0] == ("decode", ()) and fed.computed
+
+
 def test_the_decode_curve_is_saved_and_loaded(files, tmp_path):
     _, paths, _, clf = files
     clf.save(tmp_path / "index")
