@@ -64,6 +64,7 @@ features, and every prefix of it (``{}`` and the set included) is a trained set.
 from __future__ import annotations
 
 import math
+import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import NormalDist
@@ -205,7 +206,7 @@ def serve_anytime(
     start = clock()
     names = index.space.names
     prep = prepared(index)
-    cost, fit_guards, laws, totals = prep.at(index, size)
+    cost, fit_guards, laws, totals, needs = prep.at(index, size)
     if not guarded:
         guards = prep.ones
     elif serving_guards is not None:
@@ -216,10 +217,13 @@ def serve_anytime(
     if guarded and not prep.start_cap:
         # No per-start cap: every start is weighed by its chance to finish (the stake), and a set
         # has room when its predicted costs fit (module docstring, *what is at stake*).
-        stake_guards, guards = guards, (1.0,) * len(cost)
+        stake_guards, guards = guards, prep.ones
     else:
         stake_guards = guards
-    need = _Need(cost, guards, totals)
+    # The needs depend on the guards: kept per size for the fit's guards and for none, made anew
+    # for guards a server learned (they move from walk to walk).
+    memo = needs.setdefault(guards is fit_guards, {}) if guards is fit_guards or guards is prep.ones else None
+    need = _Need(cost, guards, totals, memo)
     limit = budget * _SLACK
     position = prep.position  # candidate id of a mask, for upgrades
     target = index.lookup(size, budget).key
@@ -291,8 +295,9 @@ def serve_anytime(
                 break
         t = position[target]
         floor = index.candidate_accuracy[t]
+        # A refused target is not tried again in this walk (it would only be refused again).
         better = _best_with_room(index, size, computed, limit - elapsed, need, lambda c, acc: (
-            acc > floor and acc - floor > index.tolerance_between(t, c)), floor)
+            acc > floor and acc - floor > index.tolerance_between(t, c) and index.candidates[c] not in refused), floor)
         if better is not None:
             target = better
             steps.append(("upgrade", better))
@@ -419,14 +424,16 @@ class _Prepared:
         return rows[min(at, len(rows) - 1)] if at == 0 or at == len(sizes) or sizes[at] == size else rows[at]
 
     def at(self, index, size: float):
-        """``(costs, the fit's guards, laws, the sets' total costs as the walks met them)`` at ``size``."""
+        """``(costs, the fit's guards, laws, the sets' total costs and, per guards, their needs as
+        the walks met them)`` at ``size``."""
         found = self.by_size.get(size)
         if found is None:
             if len(self.by_size) >= _SIZES_KEPT:
                 self.by_size.clear()
             guards = getattr(index, "cost_guards", None)
             found = self.by_size[size] = ([curve(size) for curve in index.costs],
-                                          guards(size) if guards is not None else self.ones, self.laws(size), {})
+                                          guards(size) if guards is not None else self.ones, self.laws(size), {},
+                                          {})
         return found
 
 
@@ -441,11 +448,11 @@ def prepared(index) -> _Prepared:
     params = getattr(index, "params", None) or {}
     # The params' values a walk reads, by identity: setting one anew (as a fit sets the guards
     # after the build) makes the walk prepare the index again.
-    key = (params, index.costs, index.candidates, params.get("cost_guard"), params.get("cost_guard_by_size"),
-           params.get("cost_law"), params.get("cost_law_by_size"), params.get("start_cap"),
-           params.get("cost_guard_quantile"))
+    get = params.get
+    key = (params, index.costs, index.candidates, get("cost_guard"), get("cost_guard_by_size"), get("cost_law"),
+           get("cost_law_by_size"), get("start_cap"), get("cost_guard_quantile"))
     prep = index.__dict__.get("_walk_prepared") if hasattr(index, "__dict__") else None
-    if prep is None or any(a is not b for a, b in zip(prep.key, key)):
+    if prep is None or not all(map(operator.is_, prep.key, key)):
         prep = _Prepared(index, key)
         if hasattr(index, "__dict__"):
             index.__dict__["_walk_prepared"] = prep
@@ -457,11 +464,12 @@ class _Need:
     features' predicted costs, plus room for the last one started to take its guard's share
     (the largest ``(guard - 1) * cost`` among them; 0 with guards of 1)."""
 
-    def __init__(self, cost, guards, totals=None):
+    def __init__(self, cost, guards, totals=None, needs=None):
         self.cost = cost
         self.share = [(g - 1.0) * c for g, c in zip(guards, cost)]
         self.least_share = min(0.0, *self.share)  # a learned guard below 1 makes a share negative
         self.totals = {} if totals is None else totals  # mask -> total, kept per item size
+        self.needs = {} if needs is None else needs  # uncomputed mask -> need, per size and guards
 
     def total(self, mask: int) -> float:
         """The predicted cost of every feature of ``mask``, computed or not."""
@@ -479,9 +487,14 @@ class _Need:
         return total
 
     def __call__(self, mask: int, computed: int) -> float:
-        # The lowest bit first (ascending feature index), without building a tuple: the walk
-        # asks this for every skyline set it considers, after every feature.
         rest = mask & ~computed
+        found = self.needs.get(rest)
+        if found is None:
+            found = self.needs[rest] = self._need(rest)
+        return found
+
+    def _need(self, rest: int) -> float:
+        # The lowest bit first (ascending feature index), without building a tuple.
         bits = []
         while rest:
             low = rest & -rest

@@ -172,6 +172,8 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     from polydom.classifier.costs import decode_fits
 
     decode = getattr(planner, "decode", None)
+    # A server's late-share budget, unless the caller gives one of its own.
+    prices = late_price if late_price is not None else getattr(planner, "late_price", None)
     for b, budget in enumerate(budgets):
         keys = np.zeros(n, dtype=np.int64)
         for i in range(n):
@@ -184,7 +186,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
                     left = 0.0
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), left,
                                       X[i], columns, mode, planner.serving_guards, speculate,
-                                      None if cpu_seconds is None else cpu_seconds[i], late_price)
+                                      None if cpu_seconds is None else cpu_seconds[i], prices)
             keys[i], measured[b, i] = choice.key, choice.cost + spent
         served[b] = keys
         for key in np.unique(keys):

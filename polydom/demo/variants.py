@@ -8,14 +8,14 @@ DEFAULT = "PolyDom"
 #: first is the default classifier; every PolyDom variant is also served for real.
 BACKENDS = {
     DEFAULT: {},
-    "PolyDom, 2% late": {"serving": {"guard": 0.98}},
-    "PolyDom, 1% late": {"serving": {"guard": 0.99}},
+    "PolyDom, 2% late": {"serving": {"late_share": 0.02}},
+    "PolyDom, 1% late": {"serving": {"late_share": 0.01}},
     "Greedy": {"selection": {"backend": "greedy"}},
 }
 #: How the report tells a user to ask for each variant.
 SETTINGS_CODE = {
     DEFAULT: "the defaults",
-    "PolyDom, 2% late": "`serving=polydom.Serving(guard=0.98)`",
-    "PolyDom, 1% late": "`serving=polydom.Serving(guard=0.99)`",
+    "PolyDom, 2% late": "`serving=polydom.Serving(late_share=0.02)` (a server's late-share budget)",
+    "PolyDom, 1% late": "`serving=polydom.Serving(late_share=0.01)`",
     "Greedy": '`selection=polydom.Selection(backend="greedy")`',
 }
