@@ -302,7 +302,8 @@ def serve_anytime(
             target = better
             steps.append(("upgrade", better))
     if guarded and late_price is not None:
-        late_price.observe(size, budget, elapsed > budget)
+        # An answer that computed nothing spent nothing (serving reports 0 for it): never late.
+        late_price.observe(size, budget, bool(computed) and elapsed > budget)
     return served, elapsed, steps
 
 

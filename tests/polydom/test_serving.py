@@ -108,3 +108,44 @@ def test_a_feature_tried_past_its_guard_is_abandoned_at_the_deadline_and_errors_
     np.testing.assert_array_equal(_by_deadline(quick, image, 0, time.perf_counter() + 5.0), np.full(3, 7.0))
     with pytest.raises(FeatureError, match="broken"):
         _by_deadline(broken, image, 0, time.perf_counter() + 5.0)
+
+
+def test_a_server_with_a_late_share_budget_prices_lateness_and_saves_it(tmp_path, fast_params):
+    """Serving(late_share=s) gives a server a price of lateness that its answers move; the
+    classifier's own predict has none; the setting is checked, saved and loaded."""
+    from polydom.featurizers.datasets import load_digits_images
+
+    with pytest.raises(ValueError, match="late_share"):
+        polydom.CostSensitiveClassifier(serving=polydom.Serving(late_share=0.9))._check_params()
+    images, labels, _ = load_digits_images(sides=(16, 24), n_per_class=4, random_state=0)
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail", "intensity_hist"],
+                                          serving=polydom.Serving(late_share=0.02), **fast_params)
+    clf.fit(images, labels)
+    assert clf.index_.params["start_cap"] is False and clf.index_.params["cost_law"]
+    assert clf.planner_.late_price is None  # predicting changes nothing
+    server = clf.server()
+    price = server.planner.late_price
+    assert price is not None and price.share == 0.02
+    server.predict(images[:6], budget=0.0)  # nothing is computed, so nothing is late: the price stays 0
+    assert all(late == 0.0 for _, late in price.late_shares().values())
+    assert price.price(256.0, 0.0) == 0.0
+    server.predict(images[:6], budget=1.0)
+    answered = sum(n for n, _ in price.late_shares().values())
+    assert answered == 12
+    price.check()
+    clf.save(tmp_path / "index")
+    loaded = polydom.CostSensitiveClassifier.load(tmp_path / "index")
+    assert loaded.get_params()["serving__late_share"] == 0.02
+    assert loaded.server().planner.late_price.share == 0.02
+
+
+def test_an_index_saved_with_a_cap_keeps_it_and_the_default_has_none(fast_params):
+    from polydom.featurizers.datasets import load_digits_images
+
+    images, labels, _ = load_digits_images(sides=(16,), n_per_class=4, random_state=0)
+    plain = polydom.CostSensitiveClassifier(features=["thumbnail"], **fast_params).fit(images, labels)
+    capped = polydom.CostSensitiveClassifier(features=["thumbnail"], serving=polydom.Serving(guard=0.9),
+                                             **fast_params).fit(images, labels)
+    assert plain.index_.start_cap is False and capped.index_.start_cap is True
+    # The laws come from the same serving-like calls in both; the cap only changes the walk.
+    assert len(plain.index_.cost_laws(256.0)[0]) == 41
