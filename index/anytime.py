@@ -521,6 +521,13 @@ def _best_with_room(index, size: float, computed: int, remaining: float, need, b
         ids = ids[bisect_right(ids, floor, key=accuracy.__getitem__):]
         if not ids:
             return None
+    # Costs ascend along the skyline too, and a set needs at least its cost less all that is
+    # computed (less the most negative guard share): when even the cheapest set left is dearer
+    # than that reach, none has room (the walk asks this after every feature; usually none has).
+    # The margin keeps rounding from skipping a set that fits exactly.
+    reach = (remaining + need.total(computed) - need.least_share) * (1.0 + 1e-9) + 1e-12
+    if need.total(index.candidates[ids[0]]) > reach:
+        return None
     # A skyline's accuracies strictly ascend, so the first match from the top is the best.
     for c in reversed(ids):
         if beats(c, accuracy[c]):
@@ -531,10 +538,7 @@ def _best_with_room(index, size: float, computed: int, remaining: float, need, b
                 break  # far out of reach: a bisection pays
     else:
         return None
-    # Costs ascend along the skyline too, and a set needs at least its cost less all that is
-    # computed (less the most negative guard share): the sets dearer than that reach are skipped.
-    # The margin keeps rounding from skipping a set that fits exactly.
-    reach = (remaining + need.total(computed) - need.least_share) * (1.0 + 1e-9) + 1e-12
+    # The sets dearer than the reach are skipped.
     top = bisect_right(ids, reach, hi=ids.index(c), key=lambda other: need.total(index.candidates[other]))
     for c in reversed(ids[:top]):
         if beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining:
