@@ -37,8 +37,9 @@ SIDES = (28, 89, 280)
 BUDGETS_MS = (0.2, 0.5, 2.0, 10.0, 50.0)
 
 
-def _walks(module, index, size: float, budget: float, vectors: dict, cascade: bool, walks: int) -> tuple[float, object]:
-    """Seconds per walk, and the last walk's answer (to check both walks agree)."""
+def _replayed(index, size: float, vectors: dict):
+    """``(compute, now)``: features that cost nothing while the clock ``now[0]`` advances by each
+    one's predicted cost, so the walk takes the decisions it takes on a machine matching its curves."""
     position = {name: i for i, name in enumerate(index.space.names)}
     cost = [curve(size) for curve in index.costs]
     now = [0.0]
@@ -47,6 +48,12 @@ def _walks(module, index, size: float, budget: float, vectors: dict, cascade: bo
         now[0] += cost[position[name]]
         return vectors[name]
 
+    return compute, now
+
+
+def _walks(module, index, size: float, budget: float, vectors: dict, cascade: bool, walks: int) -> tuple[float, object]:
+    """Seconds per walk, and the last walk's answer (to check both walks agree)."""
+    compute, now = _replayed(index, size, vectors)
     start = time.perf_counter()
     for _ in range(walks):
         now[0] = 0.0
@@ -59,14 +66,7 @@ def _single_walks(module, index, size: float, budget: float, vectors: dict, walk
     """Seconds of each of ``walks`` single walks with the guards on (the fit's guards, its cost
     laws and the stake, as a classifier's ``predict`` walks), the first of the size included: each
     timed on its own, around one ``serve_anytime`` call."""
-    position = {name: i for i, name in enumerate(index.space.names)}
-    cost = [curve(size) for curve in index.costs]
-    now = [0.0]
-
-    def compute(name, deadline=None):
-        now[0] += cost[position[name]]
-        return vectors[name]
-
+    compute, now = _replayed(index, size, vectors)
     clock = lambda: now[0]  # noqa: E731 - a replayed clock
     seconds = []
     timer = time.perf_counter

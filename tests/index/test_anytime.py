@@ -151,19 +151,25 @@ def test_the_bisected_room_scan_finds_what_scanning_the_whole_skyline_finds(seed
         assert _best_with_room(index, size, computed, remaining, need, beats) == plain
 
 
+def random_chains(rng, k: int, count: int):
+    """``(trained, chains)``: accuracies of every subset of ``k`` features on a coarse grid (so
+    that ties between different prefixes happen) and ``count`` chains of random sets."""
+    trained = {m: rng.randint(0, 8) / 8 for m in range(1 << k)}
+    chains = {}
+    for _ in range(count):
+        mask = rng.randint(1, (1 << k) - 1)
+        order = [i for i in range(k) if mask >> i & 1]
+        rng.shuffle(order)
+        chains[mask] = tuple(order)
+    return trained, chains
+
+
 @settings(deadline=None, max_examples=100)
 @given(st.integers(0, 10**6))
 def test_the_ranked_prefixes_find_the_best_computed_prefix_as_walking_every_chain_does(seed):
     rng = random.Random(seed)
     k = rng.randint(1, 6)
-    # Accuracies on a coarse grid, so that ties between different prefixes happen.
-    trained = {m: rng.randint(0, 8) / 8 for m in range(1 << k)}
-    chains = {}
-    for _ in range(rng.randint(1, 5)):
-        mask = rng.randint(1, (1 << k) - 1)
-        order = [i for i in range(k) if mask >> i & 1]
-        rng.shuffle(order)
-        chains[mask] = tuple(order)
+    trained, chains = random_chains(rng, k, rng.randint(1, 5))
 
     class Index:
         pass
@@ -724,13 +730,7 @@ def test_adding_one_feature_finds_the_best_computed_prefix_as_the_full_scan_does
 
     rng = random.Random(seed)
     k = rng.randint(1, 7)
-    trained = {m: rng.randint(0, 8) / 8 for m in range(1 << k)}
-    chains = {}
-    for _ in range(rng.randint(1, 6)):
-        mask = rng.randint(1, (1 << k) - 1)
-        order = [i for i in range(k) if mask >> i & 1]
-        rng.shuffle(order)
-        chains[mask] = tuple(order)
+    trained, chains = random_chains(rng, k, rng.randint(1, 6))
 
     class Index:
         params = {}
