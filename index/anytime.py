@@ -65,12 +65,14 @@ from __future__ import annotations
 
 import math
 import operator
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import NormalDist
 
 from polydom.lattice import bits_of
 from polydom.lattice.errors import PolydomError
+
+from .protocol import law_row
 
 #: The share of measured calls a guarded start covers -- one minus the late share a start may
 #: risk: the classifier's guards are taken at it (:mod:`polydom.classifier.calibration`), and a walk reads an
@@ -420,9 +422,7 @@ class _Prepared:
         sizes = self.law_sizes
         if not sizes:
             return self.overall_laws
-        at = bisect_left(sizes, size)
-        rows = self.law_rows
-        return rows[min(at, len(rows) - 1)] if at == 0 or at == len(sizes) or sizes[at] == size else rows[at]
+        return law_row(sizes, self.law_rows, size)
 
     def at(self, index, size: float):
         """``(costs, the fit's guards, laws, the sets' total costs and, per guards, their needs as

@@ -180,8 +180,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
         if size is not None and sizes:
             if not rows or len(rows) != len(sizes) or list(sizes) != sorted(sizes):
                 raise ValueError("params['cost_law_by_size'] must hold one row per size of params['cost_law_sizes']")
-            at = bisect_left(sizes, size)
-            laws = rows[min(at, len(rows) - 1)] if at == 0 or at == len(sizes) or sizes[at] == size else rows[at]
+            laws = law_row(sizes, rows, size)
         _check_laws(laws, len(self.space))
         return tuple(None if law is None else tuple(law) for law in laws)
 
@@ -338,6 +337,12 @@ def _check_guards(guards, count: int, where: str) -> None:
     """One finite number >= 1 per feature, or a clear error naming ``where``."""
     if len(guards) != count or not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 1.0 for g in guards):
         raise ValueError(f"{where} must hold one number >= 1 per feature, got {guards!r}")
+
+
+def law_row(sizes, rows, size: float):
+    """The row of ``rows`` (one per calibrated size, ``sizes`` ascending) that serves ``size``: that
+    of the size itself or of the next larger one, the last beyond the largest."""
+    return rows[min(bisect_left(sizes, size), len(rows) - 1)]
 
 
 def _check_laws(laws, count: int) -> None:
