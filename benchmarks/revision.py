@@ -26,7 +26,11 @@ def module_at(revision: str, path: str):
     name = Path(path).stem + "_at_" + short_name(revision)
     file = Path(tempfile.mkdtemp()) / f"{name}.py"
     file.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, file)
+    # Named inside the installed package its folder maps to, so that its relative imports
+    # (``from .protocol import ...``) find the working tree's siblings.
+    folders = Path(path).parent.parts
+    package = ".".join(("polydom",) + (folders[1:] if folders[:1] == ("polydom",) else folders))
+    spec = importlib.util.spec_from_file_location(f"{package}.{name}", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

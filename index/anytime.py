@@ -57,6 +57,12 @@ computes the feature, the wake-up at the deadline, and a computation abandoned i
 that shares the machine with the next requests, so the classifier leaves it off by default.
 Speculative calls do not teach the serving guards (those that finish are the fast ones).
 
+*Traced walks.* A walk that depends on nothing but the index, the item size, the budget and its
+own elapsed time (no learned guards, no cascade, no speculation) decides the same things as the
+walk before it over whole intervals of elapsed time: from the second walk of a size and budget on
+it follows the trace the earlier walks recorded and reasons only where the trace does not hold
+(:mod:`polydom.index.walktrace`, ``docs/walk-bookkeeping.md``).
+
 Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's
 features, and every prefix of it (``{}`` and the set included) is a trained set.
 """
@@ -64,23 +70,16 @@ features, and every prefix of it (``{}`` and the set included) is a trained set.
 from __future__ import annotations
 
 import math
-import operator
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from statistics import NormalDist
 
 from polydom.lattice import bits_of
 from polydom.lattice.errors import PolydomError
 
-from .protocol import law_row
+from .walkprep import (DEFAULT_GUARD_QUANTILE, _NORMAL, _best_with_room, _guard_z, _Need, _Prepared,
+                       prepared)
+from .walktrace import Node, edge
 
-#: The share of measured calls a guarded start covers -- one minus the late share a start may
-#: risk: the classifier's guards are taken at it (:mod:`polydom.classifier.calibration`), and a walk reads an
-#: index's guards as it when the index states none. ``docs/start-rule.md`` has the evidence.
-DEFAULT_GUARD_QUANTILE = 0.9
-
-#: The standard normal law, built once (a walk reads it at every stake).
-_NORMAL = NormalDist()
 
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 
@@ -206,107 +205,281 @@ def serve_anytime(
         past the fit's guard to learn the feature's cost, then computed) events in order.
     """
     start = clock()
-    names = index.space.names
     prep = prepared(index)
-    cost, fit_guards, laws, totals, needs = prep.at(index, size)
-    if not guarded:
-        guards = prep.ones
-    elif serving_guards is not None:
-        guards = index.walk_guards(size, guarded, serving_guards)
-    else:
-        guards = fit_guards
-    learn = serving_guards if guarded else None
-    if guarded and not prep.start_cap:
-        # No per-start cap: every start is weighed by its chance to finish (the stake), and a set
-        # has room when its predicted costs fit (module docstring, *what is at stake*).
-        stake_guards, guards = guards, prep.ones
-    else:
-        stake_guards = guards
-    # The needs depend on the guards: kept per size for the fit's guards and for none, made anew
-    # for guards a server learned (they move from walk to walk).
-    memo = needs.setdefault(guards is fit_guards, {}) if guards is fit_guards or guards is prep.ones else None
-    need = _Need(cost, guards, totals, memo)
-    limit = budget * _SLACK
-    position = prep.position  # candidate id of a mask, for upgrades
-    target = index.lookup(size, budget).key
-    if need(target, 0) > limit:  # the guards leave no room for the lookup's set: the best that has room
-        roomy = _best_with_room(index, size, 0, limit, need, lambda c, acc: True)
-        # ... unless none has: a speculative or exploring walk may still try the lookup's first feature.
-        target = roomy if roomy or not (speculate or (guarded and serving_guards is not None)) else target
-    computed = 0
-    elapsed = 0.0
-    steps: list[tuple[str, object]] = []
-    served = 0  # the best fully computed trained set so far
-    values: dict[int, object] = {}
-    refused: set[int] = set()  # targets whose next feature the stake rule would not start
+    at = prep.at(index, size)
     price = late_price.price(size, budget) if guarded and late_price is not None else 0.0
-    stake = _Stake(index, stake_guards, serving_guards, size, price, laws, prep.z) if guarded else None
+    root = None
+    # A walk that depends on nothing but the index, the size, the budget and its elapsed time
+    # follows its trace (polydom.index.walktrace); a learning, cascading or speculating one reasons
+    # in full every time.
+    if not (stop_when_confident or speculate or (guarded and serving_guards is not None)):
+        traces, key = at[5], (budget, guarded, price)
+        root = traces.get(key)
+        if root is None:
+            # Traced from the second walk on, so that budgets that change from walk to walk (a
+            # stream's) are never traced.
+            if len(traces) >= _TRACES_KEPT:
+                traces.clear()
+            traces[key] = _SEEN
+        elif root is not _SEEN:
+            node, served, elapsed, steps = _follow(root, index.space.names, compute, clock, start)
+            if node is None:
+                if guarded and late_price is not None:
+                    late_price.observe(size, budget, elapsed > budget)  # nothing computed: elapsed is 0
+                return served, elapsed, steps
+    walk = _Walk(index, prep, at, size, budget, compute, clock, start, guarded=guarded, serving_guards=serving_guards,
+                 speculate=speculate, cpu_clock=cpu_clock, price=price, stop_when_confident=stop_when_confident)
+    if isinstance(root, Node):  # fell off the trace at ``node``: reason from there
+        walk.resume(node, elapsed, steps)
+        served, elapsed, steps = walk.run(node if node.has_room() else None, node.after_compute)
+    else:
+        walk.target = walk.first_target()
+        if root is _SEEN:
+            root = traces[key] = Node(walk.target, 0, 0, frozenset(), False)
+        served, elapsed, steps = walk.run(root, False)
+    if guarded and late_price is not None:
+        # An answer that computed nothing spent nothing (serving reports 0 for it): never late.
+        late_price.observe(size, budget, bool(walk.computed) and elapsed > budget)
+    return served, elapsed, steps
+
+
+#: Marks a (budget, guarded, price) walked once at a size, not yet traced.
+_SEEN = object()
+
+#: Budgets traced per item size; the table is cleared when full.
+_TRACES_KEPT = 64
+
+
+def _follow(node: Node, names, compute, clock, start: float):
+    """Walk along a trace from ``node``: ``(None, served, elapsed, steps)`` at its end, or
+    ``(node, None, elapsed, steps)`` where no branch holds the elapsed time."""
+    steps: list = []
+    elapsed = 0.0
     while True:
-        order = index.chains.get(target) or bits_of(target)
-        pending = [i for i in order if not computed >> i & 1]
-        if not pending:
-            served = target
-            break
-        nxt = pending[0]
-        tried = False  # started past its guard, with a deadline
-        guard_refuses = elapsed + cost[nxt] * guards[nxt] > limit
-        if guard_refuses or (
-                stake is not None and not stake.pays(nxt, pending, cost, limit - elapsed, target, served)):
+        for low, high, events, feature, name, step, after in node.branches:
+            if low <= elapsed <= high:
+                break
+        else:
+            return node, None, elapsed, steps
+        if events:
+            steps += events
+        if feature < 0:
+            return None, after, elapsed, steps
+        compute(name)
+        elapsed = clock() - start
+        steps.append(step)
+        node = after
+
+
+class _Walk:
+    """One walk: its context (the index at this size, budget, guards, stake) and its state
+    (target, computed, served, refused targets, elapsed time, steps). :meth:`segment` takes the
+    decisions between two features as the module docstring states them; with ``record`` it
+    also narrows ``low``/``high`` to the elapsed times over which it would take the same ones
+    (:mod:`polydom.index.walktrace`)."""
+
+    def __init__(self, index, prep, at, size, budget, compute, clock, start, *, guarded, serving_guards, speculate,
+                 cpu_clock, price, stop_when_confident):
+        cost, fit_guards, laws, totals, needs = at[:5]
+        if not guarded:
+            guards = prep.ones
+        elif serving_guards is not None:
+            guards = index.walk_guards(size, guarded, serving_guards)
+        else:
+            guards = fit_guards
+        self.learn = serving_guards if guarded else None
+        if guarded and not prep.start_cap:
+            # No per-start cap: every start is weighed by its chance to finish (the stake), and a
+            # set has room when its predicted costs fit (module docstring, *what is at stake*).
+            stake_guards, guards = guards, prep.ones
+        else:
+            stake_guards = guards
+        # The needs depend on the guards: kept per size for the fit's guards and for none, made
+        # anew for guards a server learned (they move from walk to walk).
+        memo = needs.setdefault(guards is fit_guards, {}) if guards is fit_guards or guards is prep.ones else None
+        self.index, self.prep, self.size, self.budget = index, prep, size, budget
+        self.compute, self.clock, self.start, self.cpu_clock = compute, clock, start, cpu_clock
+        self.cost, self.guards, self.need = cost, guards, _Need(cost, guards, totals, memo)
+        self.limit = budget * _SLACK
+        self.speculate, self.stop_when_confident = speculate, stop_when_confident
+        self.stake = _Stake(index, stake_guards, serving_guards, size, price, laws, prep.z) if guarded else None
+        self.names = index.space.names
+        self.target = 0
+        self.computed = 0
+        self.served = 0  # the best fully computed trained set so far
+        self.refused: set[int] = set()  # targets whose next feature the start rule would not start
+        self.elapsed = 0.0
+        self.steps: list[tuple[str, object]] = []
+        self.values: dict[int, object] = {}
+        self.low, self.high = -math.inf, math.inf
+
+    def first_target(self) -> int:
+        """The lookup's set, or where the guards leave it no room the best set that has room."""
+        index, need, limit = self.index, self.need, self.limit
+        target = index.lookup(self.size, self.budget).key
+        if need(target, 0) > limit:
+            roomy = _best_with_room(index, self.size, 0, limit, need, lambda c, acc: True)
+            # ... unless none has: a speculative or exploring walk may still try the lookup's first feature.
+            target = roomy if roomy or not (self.speculate or self.learn is not None) else target
+        return target
+
+    def resume(self, node: Node, elapsed: float, steps: list) -> None:
+        """Take up the state of a trace's ``node`` at ``elapsed``, ``steps`` recorded so far."""
+        self.target, self.computed, self.served = node.target, node.computed, node.served
+        self.refused = set(node.refused)
+        self.elapsed, self.steps = elapsed, steps
+
+    def run(self, node: Node | None, after_compute: bool):
+        """Walk to the end from the current state: ``(served, elapsed, steps)``. Each segment is
+        recorded as a branch of ``node`` (then of the node after it) while the trace has room."""
+        names, steps, trained = self.names, self.steps, self.index.trained
+        while True:
+            mark = len(steps)
+            record = node is not None and node.has_room()
+            self.low, self.high = -math.inf, math.inf
+            nxt, tried = self.segment(after_compute, record)
+            if not (record and self.low <= self.elapsed <= self.high):
+                node = None  # nothing past a segment that was not recorded is recorded
+            if nxt is None:
+                if node is not None:
+                    node.add(self.low, self.high, tuple(steps[mark:]), -1, None, self.served)
+                return self.served, self.elapsed, steps
+            learn = self.learn
+            cpu_before = self.cpu_clock() if self.cpu_clock is not None and learn is not None else None
+            try:
+                if tried:
+                    self.values[nxt] = self.compute(names[nxt], self.start + self.budget)
+                else:
+                    self.values[nxt] = self.compute(names[nxt])
+            except FeatureTimeout:
+                self.elapsed = self.clock() - self.start
+                steps.append(("abandon", names[nxt]))
+                return self.served, self.elapsed, steps
+            self.computed |= 1 << nxt
+            before, self.elapsed = self.elapsed, self.clock() - self.start
+            if learn is not None and not tried:  # the tried calls that finish are the fast ones
+                learn.observe(nxt, self.size, self.cost[nxt], self.elapsed - before,
+                              None if cpu_before is None else self.cpu_clock() - cpu_before)
+            steps.append(("compute", names[nxt]))
+            self.served = _best_computed_adding(self.prep, self.computed, self.served, nxt, trained)
+            if node is not None:
+                after = Node(self.target, self.computed, self.served, frozenset(self.refused), True, node.root)
+                node.add(self.low, self.high, tuple(steps[mark:-1]), nxt, names[nxt], after)
+                node = after
+            after_compute = not tried
+
+    def segment(self, after_compute: bool, record: bool) -> tuple[int | None, bool]:
+        """The decisions up to the next feature to compute: ``(feature, tried)``, or
+        ``(None, False)`` when the walk ends (``served`` then holds the answer)."""
+        index, size, need, cost, guards = self.index, self.size, self.need, self.cost, self.guards
+        computed, elapsed, limit, refused, steps = self.computed, self.elapsed, self.limit, self.refused, self.steps
+        remaining = limit - elapsed
+        target = self.target
+        if after_compute:
+            if self.stop_when_confident:
+                order = index.chains.get(target) or bits_of(target)
+                prefix = _confident_prefix(index, target, order, computed, self.values)
+                if prefix is not None:
+                    self.served = prefix
+                    steps.append(("confident", prefix))
+                    return None, False
+            t = self.prep.position[target]
+            floor = index.candidate_accuracy[t]
+            # A refused target is not tried again in this walk (it would only be refused again).
+            beats = lambda c, acc: (  # noqa: E731
+                acc > floor and acc - floor > index.tolerance_between(t, c) and index.candidates[c] not in refused)
+            better = _best_with_room(index, size, computed, remaining, need, beats, floor)
+            if record:
+                self._room_window(beats, floor, better)
+            if better is not None:
+                target = self.target = better
+                steps.append(("upgrade", better))
+        stake = self.stake
+        while True:
+            order = index.chains.get(target) or bits_of(target)
+            pending = [i for i in order if not computed >> i & 1]
+            if not pending:
+                self.served = target
+                return None, False
+            nxt = pending[0]
+            guard_refuses = elapsed + cost[nxt] * guards[nxt] > limit
+            starts = not guard_refuses and (
+                stake is None or stake.pays(nxt, pending, cost, remaining, target, self.served))
+            if record:
+                self._start_window(nxt, pending, target, starts)
+            if starts:
+                return nxt, False
             # Fall back: a set that still has room, more accurate than what is computed, if any.
             refused.add(target)
-            floor = index.trained.get(served, -1.0)
-            other = _best_with_room(index, size, computed, limit - elapsed, need,
-                                    lambda c, acc: acc > floor and index.candidates[c] not in refused, floor)
+            floor = index.trained.get(self.served, -1.0)
+            beats = lambda c, acc: acc > floor and index.candidates[c] not in refused  # noqa: E731
+            other = _best_with_room(index, size, computed, remaining, need, beats, floor)
+            if record:
+                self._room_window(beats, floor, other)
             if other is not None and other != target:
-                target = other
+                target = self.target = other
                 steps.append(("retarget", other))
                 continue
+            learn = self.learn
             if (guard_refuses and learn is not None and elapsed + cost[nxt] <= limit
-                    and stake.pays(nxt, pending, cost, limit - elapsed, target, served)
+                    and stake.pays(nxt, pending, cost, remaining, target, self.served)
                     and learn.wants_sample(nxt, size)):
                 # The fit's guard alone refuses it, and this band has not measured it: learn what
                 # it costs here (a few starts per feature and band, module docstring, *exploring*).
-                steps.append(("explore", names[nxt]))
-            elif not (speculate and elapsed + cost[nxt] <= limit and _worth_trying(index, nxt, computed, served)):
-                steps.append(("stop", names[nxt]))
-                break
-            else:
-                tried = True
-                steps.append(("speculate", names[nxt]))
-        cpu_before = cpu_clock() if cpu_clock is not None and learn is not None else None
-        try:
-            values[nxt] = compute(names[nxt], start + budget) if tried else compute(names[nxt])
-        except FeatureTimeout:
-            elapsed = clock() - start
-            steps.append(("abandon", names[nxt]))
-            break
-        computed |= 1 << nxt
-        before, elapsed = elapsed, clock() - start
-        if learn is not None and not tried:  # the tried calls that finish are the fast ones
-            learn.observe(nxt, size, cost[nxt], elapsed - before,
-                          None if cpu_before is None else cpu_clock() - cpu_before)
-        steps.append(("compute", names[nxt]))
-        served = _best_computed_adding(prep, computed, served, nxt, index.trained)
-        if tried:
-            continue  # the budget is spent: nothing to stop early for or upgrade to
-        if stop_when_confident:
-            prefix = _confident_prefix(index, target, order, computed, values)
-            if prefix is not None:
-                served = prefix
-                steps.append(("confident", prefix))
-                break
-        t = position[target]
-        floor = index.candidate_accuracy[t]
-        # A refused target is not tried again in this walk (it would only be refused again).
-        better = _best_with_room(index, size, computed, limit - elapsed, need, lambda c, acc: (
-            acc > floor and acc - floor > index.tolerance_between(t, c) and index.candidates[c] not in refused), floor)
-        if better is not None:
-            target = better
-            steps.append(("upgrade", better))
-    if guarded and late_price is not None:
-        # An answer that computed nothing spent nothing (serving reports 0 for it): never late.
-        late_price.observe(size, budget, bool(computed) and elapsed > budget)
-    return served, elapsed, steps
+                steps.append(("explore", self.names[nxt]))
+                return nxt, False
+            if not (self.speculate and elapsed + cost[nxt] <= limit
+                    and _worth_trying(index, nxt, computed, self.served)):
+                steps.append(("stop", self.names[nxt]))
+                return None, False
+            steps.append(("speculate", self.names[nxt]))
+            return nxt, True
+
+    def _narrow(self, low: float, high: float) -> None:
+        self.low, self.high = max(self.low, low), min(self.high, high)
+
+    def _room_window(self, beats, floor, found) -> None:
+        """Narrow the window to the elapsed times at which the room scan with ``beats`` still
+        finds ``found``: until ``found`` no longer fits, and since the sets it beats stopped
+        fitting."""
+        index, size, computed, need, limit, elapsed = (self.index, self.size, self.computed, self.need, self.limit,
+                                                       self.elapsed)
+        accuracy, candidates = index.candidate_accuracy, index.candidates
+        above = -math.inf if found is None else accuracy[self.prep.position[found]]
+        least = math.inf  # the least time left at which a more accurate eligible set fits
+        for c in index.skyline_ids_at(size):
+            if accuracy[c] > above and beats(c, accuracy[c]):
+                least = min(least, need(candidates[c], computed))
+
+        def same(x: float) -> bool:
+            return _best_with_room(index, size, computed, limit - x, need, beats, floor) == found
+
+        low = -math.inf if least == math.inf else edge(same, elapsed, _past(limit - least, 1.0))
+        high = math.inf if found is None else edge(same, elapsed, _past(limit - need(found, computed), -1.0))
+        self._narrow(low, high)
+
+    def _start_window(self, feature: int, pending, target: int, starts: bool) -> None:
+        """Narrow the window to the elapsed times at which the start rule decides ``starts``
+        again for ``feature``: it starts until its guarded cost or its stake no longer pays."""
+        cost, limit, stake, served = self.cost, self.limit, self.stake, self.served
+        guard_cost = cost[feature] * self.guards[feature]
+
+        def rule(x: float) -> bool:
+            return not x + guard_cost > limit and (
+                stake is None or stake.pays(feature, pending, cost, limit - x, target, served))
+
+        turn = limit - guard_cost
+        if stake is not None:
+            turn = min(turn, limit - stake.room_for(feature, pending, cost, target, served))
+        if starts:
+            self._narrow(-math.inf, edge(rule, self.elapsed, _past(turn, -1.0)))
+        else:
+            self._narrow(edge(lambda x: not rule(x), self.elapsed, _past(turn, 1.0)), math.inf)
+
+
+def _past(x: float, direction: float) -> float:
+    """``x`` moved a hair in ``direction`` (+1 later, -1 earlier), past a threshold's rounding."""
+    return x + direction * (abs(x) * 1e-12 + 1e-15)
 
 
 class _Stake:
@@ -369,6 +542,32 @@ class _Stake:
         # A late answer is wrong, and a late-share budget prices it too (polydom.index.lateness).
         return p * goal - self.price * (1.0 - p) > now
 
+    def room_for(self, feature: int, pending, cost, target: int, served: int) -> float:
+        """About the time left from which starting ``feature`` pays (:meth:`pays` flips there):
+        ``-inf`` where it always pays. An estimate, from the chance's inverse; a trace checks it
+        on the rule itself (:mod:`polydom.index.walktrace`)."""
+        trained = self.index.trained
+        now, goal = trained.get(served, 0.0), trained.get(target, 0.0)
+        own = cost[feature]
+        if goal <= now or not own > 0.0:
+            return -math.inf
+        needed = (now + self.price) / (goal + self.price)  # the chance to finish that pays
+        return sum(cost[i] for i in pending[1:]) + self.ratio_for(feature, needed) * own
+
+    def ratio_for(self, feature: int, chance: float) -> float:
+        """The ratio of measured to predicted time that a call stays within with ``chance``
+        (the inverse of :meth:`chance` where serving learned nothing)."""
+        law = self.laws[feature] if self.laws is not None else None
+        if law is not None:
+            last = len(law) - 1
+            position = chance * last
+            k = min(int(position), last - 1)
+            return law[k] + (position - k) * (law[k + 1] - law[k])
+        guard = self.guards[feature]
+        if guard <= 1.0 or not 0.0 < chance < 1.0:
+            return 1.0
+        return math.exp(_NORMAL.inv_cdf(chance) * math.log(guard) / self.z)
+
 
 def law_chance(law, ratio: float) -> float:
     """The chance that a call takes at most ``ratio`` times its predicted cost, by ``law`` (its
@@ -381,169 +580,6 @@ def law_chance(law, ratio: float) -> float:
     k = bisect_right(law, ratio)  # law[k - 1] <= ratio < law[k]
     low, high = law[k - 1], law[k]
     return (k - 1 + (ratio - low) / (high - low)) / last
-
-
-def _guard_z(index) -> float:
-    """The standard normal quantile of the index's guard quantile (the log-normal fallback's scale)."""
-    quantile = float((getattr(index, "params", None) or {}).get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
-    return _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
-
-
-class _Prepared:
-    """What a walk reads of an index that does not change between walks, prepared once per index
-    version: the candidate id of each mask, the guards' normal quantile, whether starts are
-    capped, the cost laws' table; and per item size (up to :data:`_SIZES_KEPT` of them) the
-    features' predicted costs, the fit's guards and the laws there. So a walk's own bookkeeping
-    is its decisions, not reading params (``docs/walk-bookkeeping.md``)."""
-
-    __slots__ = ("key", "position", "z", "start_cap", "ones", "law_sizes", "law_rows", "overall_laws", "by_size",
-                 "containing", "rank")
-
-    def __init__(self, index, key):
-        self.key = key
-        self.position = {m: i for i, m in enumerate(index.candidates)}
-        # Per feature, the ranked prefixes that hold it, most accurate first (_best_computed_adding).
-        ranked = getattr(index, "ranked_prefixes", ())
-        self.containing = tuple(tuple(item for item in ranked if item[0] >> i & 1) for i in range(len(index.costs)))
-        # Each ranked prefix's place in the ranking and its accuracy (ties go to the earlier place).
-        self.rank = {mask: (place, acc) for place, (mask, acc) in enumerate(ranked)}
-        self.z = _guard_z(index)
-        self.start_cap = bool(getattr(index, "start_cap", True))
-        self.ones = (1.0,) * len(index.costs)
-        cost_laws = getattr(index, "cost_laws", None)
-        self.overall_laws = None if cost_laws is None else cost_laws()
-        self.law_sizes = tuple(((getattr(index, "params", None) or {}).get("cost_law_sizes") or ())
-                               if self.overall_laws is not None else ())
-        self.law_rows = tuple(cost_laws(n) for n in self.law_sizes)
-        self.by_size: dict = {}
-
-    def laws(self, size: float):
-        """The cost laws at ``size`` (as :meth:`CostSensitiveIndex.cost_laws` picks them)."""
-        sizes = self.law_sizes
-        if not sizes:
-            return self.overall_laws
-        return law_row(sizes, self.law_rows, size)
-
-    def at(self, index, size: float):
-        """``(costs, the fit's guards, laws, the sets' total costs and, per guards, their needs as
-        the walks met them)`` at ``size``."""
-        found = self.by_size.get(size)
-        if found is None:
-            if len(self.by_size) >= _SIZES_KEPT:
-                self.by_size.clear()
-            guards = getattr(index, "cost_guards", None)
-            found = self.by_size[size] = ([curve(size) for curve in index.costs],
-                                          guards(size) if guards is not None else self.ones, self.laws(size), {},
-                                          {})
-        return found
-
-
-#: Item sizes whose costs a prepared index keeps (natural images each have a size of their own:
-#: the table is cleared when full rather than grown without bound).
-_SIZES_KEPT = 1024
-
-
-def prepared(index) -> _Prepared:
-    """The :class:`_Prepared` of ``index``, made at its first walk and kept on it while its
-    params, costs and candidates stay the same objects (a refresh replaces them)."""
-    params = getattr(index, "params", None) or {}
-    # The params' values a walk reads, by identity: setting one anew (as a fit sets the guards
-    # after the build) makes the walk prepare the index again.
-    get = params.get
-    key = (params, index.costs, index.candidates, get("cost_guard"), get("cost_guard_by_size"), get("cost_law"),
-           get("cost_law_by_size"), get("start_cap"), get("cost_guard_quantile"))
-    prep = index.__dict__.get("_walk_prepared") if hasattr(index, "__dict__") else None
-    if prep is None or not all(map(operator.is_, prep.key, key)):
-        prep = _Prepared(index, key)
-        if hasattr(index, "__dict__"):
-            index.__dict__["_walk_prepared"] = prep
-    return prep
-
-
-class _Need:
-    """Seconds a walk must have left to finish a set from what is computed: the uncomputed
-    features' predicted costs, plus room for the last one started to take its guard's share
-    (the largest ``(guard - 1) * cost`` among them; 0 with guards of 1)."""
-
-    def __init__(self, cost, guards, totals=None, needs=None):
-        self.cost = cost
-        self.share = [(g - 1.0) * c for g, c in zip(guards, cost)]
-        self.least_share = min(0.0, *self.share)  # a learned guard below 1 makes a share negative
-        self.totals = {} if totals is None else totals  # mask -> total, kept per item size
-        self.needs = {} if needs is None else needs  # uncomputed mask -> need, per size and guards
-
-    def total(self, mask: int) -> float:
-        """The predicted cost of every feature of ``mask``, computed or not."""
-        found = self.totals.get(mask)
-        if found is None:
-            found = self.totals[mask] = self._total(mask)
-        return found
-
-    def _total(self, mask: int) -> float:
-        total = 0.0
-        while mask:
-            low = mask & -mask
-            total += self.cost[low.bit_length() - 1]
-            mask ^= low
-        return total
-
-    def __call__(self, mask: int, computed: int) -> float:
-        rest = mask & ~computed
-        found = self.needs.get(rest)
-        if found is None:
-            found = self.needs[rest] = self._need(rest)
-        return found
-
-    def _need(self, rest: int) -> float:
-        # The lowest bit first (ascending feature index), without building a tuple.
-        bits = []
-        while rest:
-            low = rest & -rest
-            bits.append(low.bit_length() - 1)
-            rest ^= low
-        if not bits:
-            return 0.0
-        # sum() as before: its rounding (compensated from Python 3.12 on) decides exact fits.
-        return sum(map(self.cost.__getitem__, bits)) + max(map(self.share.__getitem__, bits))
-
-
-def _best_with_room(index, size: float, computed: int, remaining: float, need, beats,
-                    floor: float | None = None) -> int | None:
-    """The most accurate servable set at ``size`` with ``beats(candidate id, accuracy)`` that can
-    still be finished in ``remaining`` (:class:`_Need`); None if there is none. The retarget
-    (beats what is computed), the upgrade (beats the target by more than the tie tolerance) and
-    the first target (any set) are this one scan of the skyline. ``floor``: ``beats`` holds only
-    above this accuracy, so the scan stops where the skyline falls to it."""
-    ids = index.skyline_ids_at(size)
-    accuracy = index.candidate_accuracy
-    if floor is not None:
-        # A skyline's accuracies strictly ascend: the sets at or below the floor are cut off.
-        ids = ids[bisect_right(ids, floor, key=accuracy.__getitem__):]
-        if not ids:
-            return None
-    # Costs ascend along the skyline too, and a set needs at least its cost less all that is
-    # computed (less the most negative guard share): when even the cheapest set left is dearer
-    # than that reach, none has room (the walk asks this after every feature; usually none has).
-    # The margin keeps rounding from skipping a set that fits exactly.
-    reach = (remaining + need.total(computed) - need.least_share) * (1.0 + 1e-9) + 1e-12
-    if need.total(index.candidates[ids[0]]) > reach:
-        return None
-    # A skyline's accuracies strictly ascend, so the first match from the top is the best.
-    for c in reversed(ids):
-        if beats(c, accuracy[c]):
-            needed = need(index.candidates[c], computed)
-            if needed <= remaining:
-                return index.candidates[c]
-            if needed > 2.0 * remaining:
-                break  # far out of reach: a bisection pays
-    else:
-        return None
-    # The sets dearer than the reach are skipped.
-    top = bisect_right(ids, reach, hi=ids.index(c), key=lambda other: need.total(index.candidates[other]))
-    for c in reversed(ids[:top]):
-        if beats(c, index.candidate_accuracy[c]) and need(index.candidates[c], computed) <= remaining:
-            return index.candidates[c]
-    return None
 
 
 #: The lookup's relative budget slack, so that a clock matching the curves serves what it does.

@@ -76,6 +76,7 @@ class Served:
     correct: np.ndarray  # (n_budgets, n_items): right and within the budget
     late: np.ndarray  # (n_budgets, n_items): the replayed (or real) time exceeded the budget
     features: list  # per budget, per item: the tuple of features used
+    idle: np.ndarray | None = None  # (n_budgets, n_items), served for real: the answer computed no feature
 
 
 @dataclass
@@ -304,6 +305,7 @@ def _serve_for_real(server, images, y, budgets) -> tuple[Served, np.ndarray]:
     """Each image served at each budget with its features computed now, one request at a time."""
     correct = np.zeros((len(budgets), len(images)), dtype=bool)
     late = np.zeros_like(correct)
+    idle = np.zeros_like(correct)
     wall = np.zeros(correct.shape)
     used = []
     for b, budget in enumerate(budgets):
@@ -313,7 +315,8 @@ def _serve_for_real(server, images, y, budgets) -> tuple[Served, np.ndarray]:
             (exp,) = server.explain([image], budget=float(budget))
             wall[b, i] = time.perf_counter() - start
             late[b, i] = exp.measured_cost > budget
+            idle[b, i] = not exp.computed
             correct[b, i] = exp.label == y[i] and not late[b, i]
             row.append(tuple(exp.features))
         used.append(row)
-    return Served(correct, late, used), wall
+    return Served(correct, late, used, idle), wall

@@ -182,6 +182,20 @@ def late_table(r) -> str:
     return table(header, rows)
 
 
+def idle_answers(r) -> str:
+    """Per PolyDom variant served for real: how many answers computed no feature, and how many of
+    those were late (decoding for nothing is what makes one late)."""
+    parts = []
+    for n, served in r.real.items():
+        if served.idle is not None:
+            idle = served.idle
+            parts.append(f"{n} {int(idle.sum())} (late: {int((idle & served.late).sum())})")
+    if not parts:
+        return ""
+    return ("Answers served for real that computed no feature, of " f"{next(iter(r.real.values())).late.size} per "
+            "variant: " + "; ".join(parts) + ".\n")
+
+
 def decoding(r) -> str:
     """What decoding the held-out JPEG files cost, per size range, and the curve serving checks."""
     if r.decode_seconds is None:
@@ -242,6 +256,7 @@ def write_report(path, r) -> str:
         + " exceeded the budget; the answer's wall time adds the lookup, the prediction and Python's "
         "overhead.\n",
         late_table(r) + "\n",
+        idle_answers(r),
         decoding(r),
         *_figures(os.path.dirname(os.path.abspath(path)), r),
         "## Fit and deploy\n",
