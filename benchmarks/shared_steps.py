@@ -3,7 +3,7 @@
 Every built-in feature but ``size_meta`` works on grey levels. Before the features shared the
 ``grey`` step (``polydom.featurizers.STEPS``), each converted the image on its own, so a set of
 ``k`` features paid for ``k`` conversions. Now a set pays for one, and its cost is the union of
-its features and their steps (``docs/shared-steps.md``).
+its features and their steps (``docs/decisions/shared-steps.md``).
 
 On the natural-size photos and graphics (:func:`polydom.featurizers.natural.load_natural_images`,
 colour, about 0.03 to 3.8 megapixels), each image is timed one call after another on this thread's

@@ -76,7 +76,7 @@ class Step:
     features of one image computes each step once and hands its output to every feature that
     needs it (as the keyword argument of the step's name). A step is timed and costed like a
     feature, so that a set of features pays for the union of their steps
-    (``docs/shared-steps.md``). It adds no columns: its vector is empty.
+    (``docs/decisions/shared-steps.md``). It adds no columns: its vector is empty.
 
     Parameters
     ----------
@@ -418,7 +418,7 @@ def step(name: str | None = None, *, description: str = "", does_work=None):
 
     A feature that names the step in ``requires`` receives its output as a keyword argument of
     the step's name, computed once per image for every feature of the set, and the set pays for
-    it once (``docs/shared-steps.md``). Define the step before the features that need it.
+    it once (``docs/decisions/shared-steps.md``). Define the step before the features that need it.
 
     Parameters
     ----------
@@ -509,7 +509,7 @@ def with_steps(features, images=None) -> list:
 
     With ``images``, only the steps that do work on at least one of them (:meth:`Step.works_on`):
     on grey images the ``grey`` step is a cast, cheaper inside each feature than as a timed call
-    of its own (``docs/shared-steps.md``)."""
+    of its own (``docs/decisions/shared-steps.md``)."""
     features = list(features)
     needed = {name for f in features for name in f.requires} - {f.name for f in features}
     return [step for name, step in STEPS.items()

@@ -268,9 +268,7 @@ def measure_costs(
     feature on the same image, whose duration is kept as ``cold_seconds``. The timed call then
     measures the feature's own work, with its code and data in the caches; the first call also
     pays for refilling them after whatever ran before, and that part is a property of the
-    machine's state, not of the feature: on a busy two-core machine it ranged from 1.1 to 2.7
-    times the primed time for the cheapest features from one run to the next, while primed
-    times of two runs, one beside a busy loop on every core, agreed within 7%.
+    machine's state, not of the feature (the evidence: ``docs/decisions/timing-pass.md``).
 
     The default clock is the calling thread's CPU time: the work a call does, which other
     processes competing for the cores do not inflate (wall time, recorded beside it, grows by
@@ -325,21 +323,9 @@ def measure_costs(
         Not raised: a feature's exception propagates unchanged, since timing
         runs the bare functions.
     """
-    chosen: list[Feature] = resolve_features(features)
-    if not chosen:
-        raise ValueError("no features to measure")
+    chosen, unique_sides, images, resized = _checked_inputs(features, images, sides)
     repeats = _check_count(repeats, "repeats", 1)
     warmup = _check_count(warmup, "warmup", 0)
-    unique_sides = tuple(dict.fromkeys(_check_count(s, "side", MIN_SIDE) for s in sides))
-    if not unique_sides:
-        raise ValueError("no sides to measure")
-    images = list(images)
-    if not images:
-        raise ValueError("no images to measure")
-    for index, image in enumerate(images):
-        validate_image(image, index=index)
-    resized = [[validate_image(resize_square(image, side), index=index) for side in unique_sides]
-               for index, image in enumerate(images)]
 
     shape = (len(unique_sides), len(images), repeats)
     seconds = {f.name: np.empty(shape) for f in chosen}
@@ -396,14 +382,8 @@ def measure_costs(
         if bar is not None:
             bar.close()
 
-    sizes = np.repeat([side * side for side in unique_sides], len(images) * repeats).astype(np.int64)
-    items = np.tile(np.repeat(np.arange(len(images), dtype=np.int64), repeats), len(unique_sides))
-    samples = {
-        f.name: CostSamples(sizes.copy(), seconds[f.name].ravel(), items.copy(),
-                            walls[f.name].ravel() if wall_clock is not None else None,
-                            colds[f.name].ravel() if prime else None)
-        for f in chosen
-    }
+    samples = _samples(chosen, unique_sides, len(images), repeats, seconds, walls if wall_clock is not None else None,
+                       colds if prime else None)
     elapsed = ended[0] - started[0] if wall_clock is not None else math.nan
     other = 0.0
     if process_clock is not None:
@@ -413,3 +393,34 @@ def measure_costs(
     if warn:
         measurements.check().warn(stacklevel=2)
     return measurements
+
+
+def _checked_inputs(features, images, sides):
+    """``(features, distinct sides, images, each image resized to each side)``, or one
+    ``ValueError`` naming what is missing or invalid."""
+    chosen: list[Feature] = resolve_features(features)
+    if not chosen:
+        raise ValueError("no features to measure")
+    unique_sides = tuple(dict.fromkeys(_check_count(s, "side", MIN_SIDE) for s in sides))
+    if not unique_sides:
+        raise ValueError("no sides to measure")
+    images = list(images)
+    if not images:
+        raise ValueError("no images to measure")
+    for index, image in enumerate(images):
+        validate_image(image, index=index)
+    resized = [[validate_image(resize_square(image, side), index=index) for side in unique_sides]
+               for index, image in enumerate(images)]
+    return chosen, unique_sides, images, resized
+
+
+def _samples(chosen, unique_sides, n_images: int, repeats: int, seconds, walls, colds) -> dict:
+    """Each feature's :class:`CostSamples`, ordered by side, then image, then round."""
+    sizes = np.repeat([side * side for side in unique_sides], n_images * repeats).astype(np.int64)
+    items = np.tile(np.repeat(np.arange(n_images, dtype=np.int64), repeats), len(unique_sides))
+    return {
+        f.name: CostSamples(sizes.copy(), seconds[f.name].ravel(), items.copy(),
+                            walls[f.name].ravel() if walls is not None else None,
+                            colds[f.name].ravel() if colds is not None else None)
+        for f in chosen
+    }

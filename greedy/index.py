@@ -82,6 +82,7 @@ class GreedyIndex(CostSensitiveIndex):
     """
 
     backend = "greedy"
+    option_kind = "fixed"
 
     def __init__(
         self,
@@ -241,8 +242,10 @@ class GreedyIndex(CostSensitiveIndex):
         compute: Callable[[str], object],
         clock: Callable[[], float] = time.perf_counter,
         *,
+        stop_when_confident: bool = False,
         guarded: bool = True,
         serving_guards=None,
+        speculate: bool = False,
         cpu_clock: Callable[[], float] | None = None,
         late_price=None,
     ) -> Choice:
@@ -282,6 +285,9 @@ class GreedyIndex(CostSensitiveIndex):
         late_price : LatePrice, optional
             Told whether the answer was late (Greedy's walk keeps its per-start cap by the
             guards; it does not weigh starts by a price).
+        stop_when_confident, speculate : bool, default False
+            The contract's options for backends with cascades and prefix chains; Greedy has
+            neither, so ``stop_when_confident`` is refused and ``speculate`` changes nothing.
 
         Returns
         -------
@@ -294,6 +300,8 @@ class GreedyIndex(CostSensitiveIndex):
         ix = self._view()  # one version from start to end, whatever a refresh does meanwhile
         domain, sky_cost, sky_seq, seq_horner, seq_prefix, seq_names, models, _ = ix._snapshot[1]
         size, budget = check_query(size, budget, domain)
+        if stop_when_confident:
+            raise ValueError("this index has no cascade thresholds; train them (cascade=True) to stop when confident")
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         j = bisect_right(sky_cost, budget) - 1

@@ -44,10 +44,10 @@ guards, a band has no learned guard of its own for the feature yet, its predicte
 and the stake pays on the fit's guard, the walk starts it anyway and records the call
 (``("explore", name)``): at most ``min_calls`` such starts per feature and size band
 (:meth:`~polydom.index.servingguards.ServingGuards.wants_sample`), after which the band's own guard
-decides (``docs/start-rule.md`` has the evidence).
+decides (``docs/decisions/start-rule.md`` has the evidence).
 
 *Trying past the guard* (``speculate=True``). At the tightest budgets the guard may refuse a
-feature that usually fits, and the walk answers with ``{}`` (why: ``docs/speculation.md``).
+feature that usually fits, and the walk answers with ``{}`` (why: ``docs/decisions/speculation.md``).
 When the walk would stop there, the next feature's *unguarded* predicted cost still fits, and finishing it would serve a
 more accurate set, the walk may start it with a deadline: ``compute(name, deadline)``, where
 ``deadline`` is the clock reading by which the walk must answer, either returns in time or raises
@@ -61,7 +61,7 @@ Speculative calls do not teach the serving guards (those that finish are the fas
 own elapsed time (no learned guards, no cascade, no speculation) decides the same things as the
 walk before it over whole intervals of elapsed time: from the second walk of a size and budget on
 it follows the trace the earlier walks recorded and reasons only where the trace does not hold
-(:mod:`polydom.index.walktrace`, ``docs/walk-bookkeeping.md``).
+(:mod:`polydom.index.walktrace`, ``docs/decisions/walk-bookkeeping.md``).
 
 Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's
 features, and every prefix of it (``{}`` and the set included) is a trained set.
@@ -70,16 +70,16 @@ features, and every prefix of it (``{}`` and the set included) is a trained set.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from polydom.lattice import bits_of
 from polydom.lattice.errors import PolydomError
 
-from .walkprep import (DEFAULT_GUARD_QUANTILE, _NORMAL, _best_with_room, _guard_z, _Need, _Prepared,
-                       prepared)
+# The walk's parts, each in a module of its own; their names stay importable from here.
+from .prefixes import _best_computed, _best_computed_adding, _worth_trying, chain_prefixes, ranked_prefixes  # noqa: F401
+from .stake import _Stake, law_chance  # noqa: F401
+from .walkprep import DEFAULT_GUARD_QUANTILE, _best_with_room, _Need, _Prepared, prepared  # noqa: F401
 from .walktrace import Node, edge
-
 
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 
@@ -128,15 +128,6 @@ def chain_order(mask: int, trained: Mapping[int, float], unit_costs: Sequence[fl
         left.remove(best)
         prefix |= 1 << best
     return tuple(order)
-
-
-def chain_prefixes(order: Iterable[int]) -> list[int]:
-    """Masks of every prefix of ``order``, ``{}`` first and the whole set last."""
-    out, mask = [0], 0
-    for i in order:
-        mask |= 1 << i
-        out.append(mask)
-    return out
 
 
 def check_chains(chains: Mapping[int, Sequence[int]], trained: Mapping[int, float]) -> None:
@@ -482,114 +473,8 @@ def _past(x: float, direction: float) -> float:
     return x + direction * (abs(x) * 1e-12 + 1e-15)
 
 
-class _Stake:
-    """The start rule's second half: start a feature only if doing so raises the expected on-time
-    accuracy of the answer (the module docstring, *what is at stake*).
-
-    Starting the next feature of the target leads, if it and the rest of the target finish in the
-    time left, to the target's accuracy; if it does not finish the answer is late, and a late
-    answer counts as wrong. Not starting serves what is computed. So the walk starts when
-    ``p * a(target) > a(served)``, ``p`` the chance that the feature finishes within the time
-    left once the target's other uncomputed features are reserved at their predicted costs.
-    ``p`` is the share of the feature's recent calls that would have fit (the serving guards' own
-    record, preempted calls included) where serving has learned one; else the fit's guard read
-    as the guard quantile of a log-normal law of measured / predicted time with median 1.
-    """
-
-    __slots__ = ("index", "guards", "learned", "size", "z", "laws", "price")
-
-    def __init__(self, index, guards, learned, size: float, price: float = 0.0, laws=None, z=None):
-        self.index = index
-        self.guards = guards
-        self.learned = learned
-        self.size = size
-        self.laws = laws
-        self.price = price
-        self.z = _guard_z(index) if z is None else z
-
-    def chance(self, feature: int, ratio: float) -> float:
-        """The chance that ``feature`` takes at most ``ratio`` times its predicted cost: the share
-        of this process's recent calls that would have fit where serving learned one, else the
-        fit's measured law (:func:`law_chance`), else a log-normal through the guard."""
-        if self.learned is not None:
-            p = self.learned.finish_chance(feature, self.size, ratio)
-            if p is not None:
-                return p
-        if not ratio > 0.0:
-            return 0.0
-        law = self.laws[feature] if self.laws is not None else None
-        if law is not None:
-            return law_chance(law, ratio)
-        guard = self.guards[feature]
-        if guard <= 1.0:
-            return 1.0 if ratio >= 1.0 else 0.0
-        return _NORMAL.cdf(math.log(ratio) * self.z / math.log(guard))
-
-    def pays(self, feature: int, pending, cost, remaining: float, target: int, served: int) -> bool:
-        """Whether starting ``feature`` (the first of ``pending``, the target's uncomputed features)
-        raises the expected on-time accuracy, with ``remaining`` seconds left."""
-        trained = self.index.trained
-        now = trained.get(served, 0.0)
-        goal = trained.get(target, 0.0)
-        if goal <= now:
-            return True  # nothing to lose: the answer is what is computed either way
-        own = cost[feature]
-        if not own > 0.0:
-            return True
-        room = remaining - sum(cost[i] for i in pending[1:])
-        # The relative slack keeps an exact fit (a clock that matches the curves) a fit.
-        p = self.chance(feature, room / own * (1.0 + 1e-9))
-        # A late answer is wrong, and a late-share budget prices it too (polydom.index.lateness).
-        return p * goal - self.price * (1.0 - p) > now
-
-    def room_for(self, feature: int, pending, cost, target: int, served: int) -> float:
-        """About the time left from which starting ``feature`` pays (:meth:`pays` flips there):
-        ``-inf`` where it always pays. An estimate, from the chance's inverse; a trace checks it
-        on the rule itself (:mod:`polydom.index.walktrace`)."""
-        trained = self.index.trained
-        now, goal = trained.get(served, 0.0), trained.get(target, 0.0)
-        own = cost[feature]
-        if goal <= now or not own > 0.0:
-            return -math.inf
-        needed = (now + self.price) / (goal + self.price)  # the chance to finish that pays
-        return sum(cost[i] for i in pending[1:]) + self.ratio_for(feature, needed) * own
-
-    def ratio_for(self, feature: int, chance: float) -> float:
-        """The ratio of measured to predicted time that a call stays within with ``chance``
-        (the inverse of :meth:`chance` where serving learned nothing)."""
-        law = self.laws[feature] if self.laws is not None else None
-        if law is not None:
-            last = len(law) - 1
-            position = chance * last
-            k = min(int(position), last - 1)
-            return law[k] + (position - k) * (law[k + 1] - law[k])
-        guard = self.guards[feature]
-        if guard <= 1.0 or not 0.0 < chance < 1.0:
-            return 1.0
-        return math.exp(_NORMAL.inv_cdf(chance) * math.log(guard) / self.z)
-
-
-def law_chance(law, ratio: float) -> float:
-    """The chance that a call takes at most ``ratio`` times its predicted cost, by ``law`` (its
-    quantiles at evenly spaced levels from 0 to 1), interpolated between two levels."""
-    if ratio < law[0]:
-        return 0.0
-    last = len(law) - 1
-    if ratio >= law[last]:
-        return 1.0
-    k = bisect_right(law, ratio)  # law[k - 1] <= ratio < law[k]
-    low, high = law[k - 1], law[k]
-    return (k - 1 + (ratio - low) / (high - low)) / last
-
-
 #: The lookup's relative budget slack, so that a clock matching the curves serves what it does.
 _SLACK = 1.0 + 1e-12
-
-
-def _worth_trying(index, feature: int, computed: int, served: int) -> bool:
-    """Whether a speculative start of ``feature`` (whose unguarded cost fits) could pay: computed,
-    it would complete a set more accurate than the one served."""
-    return index.trained.get(_best_computed(index, computed | 1 << feature, served), -1.0) > index.trained.get(served, -1.0)
 
 
 def _confident_prefix(index, target: int, order, computed: int, values) -> int | None:
@@ -608,59 +493,3 @@ def _confident_prefix(index, target: int, order, computed: int, values) -> int |
 
     x = np.concatenate([np.ravel(values[i]) for i in sorted(order[:done])])
     return prefix if index.cascades.confident(target, done - 1, model, x, prefix) else None
-
-
-def ranked_prefixes(chains: Mapping[int, Sequence[int]], trained: Mapping[int, float]) -> tuple[tuple[int, float], ...]:
-    """Every prefix of every chain once, as ``(mask, accuracy)``, most accurate first; among
-    equal accuracies, in the order the chains list them (the first one met wins a tie).
-
-    The walk asks after every feature which computed prefix is best; scanning this list from the
-    top answers at the first prefix whose features are all computed, without walking each chain
-    (why: ``docs/walk-bookkeeping.md``).
-    """
-    seen: dict[int, float] = {}
-    for order in chains.values():
-        for prefix in chain_prefixes(order):
-            if prefix not in seen:
-                seen[prefix] = trained.get(prefix, -1.0)
-    return tuple(sorted(seen.items(), key=lambda item: -item[1]))  # sorted() is stable
-
-
-def _best_computed_adding(prep: _Prepared, computed: int, served: int, feature: int, trained) -> int:
-    """:func:`_best_computed` after ``feature`` joined ``computed``, when ``served`` was the best
-    computed prefix before it: a better one must hold ``feature``, so only the prefixes that do
-    are scanned (the walk adds one feature at a time, and this is what it asks after each)."""
-    floor = trained.get(served, -1.0)
-    containing = prep.containing[feature]
-    bit = 1 << feature
-    rest = computed & ~bit
-    if 1 << rest.bit_count() < len(containing):
-        # Fewer subsets of what is computed than ranked prefixes to scan: look each up.
-        rank = prep.rank
-        best, best_key = served, None
-        sub = rest
-        while True:
-            found = rank.get(sub | bit)
-            if found is not None and found[1] > floor and (best_key is None or (-found[1], found[0]) < best_key):
-                best, best_key = sub | bit, (-found[1], found[0])
-            if not sub:
-                return best
-            sub = (sub - 1) & rest
-    for prefix, acc in containing:
-        if acc <= floor:
-            break
-        if not prefix & ~computed:
-            return prefix
-    return served
-
-
-def _best_computed(index, computed: int, served: int) -> int:
-    """The most accurate trained set with a model whose features are all computed (``served``
-    unless a chain prefix beats it)."""
-    floor = index.trained.get(served, -1.0)
-    for prefix, acc in index.ranked_prefixes:
-        if acc <= floor:
-            break
-        if not prefix & ~computed:
-            return prefix
-    return served

@@ -19,14 +19,14 @@ on a few items where the whole set is wrong; counting those as wins lets the sea
 that lose other items with them, and on new items the wins do not come back while the losses
 do. For the same reason each stage has one threshold for every class by default: a threshold
 per class and stage, chosen from ~100 out-of-fold items per class, finds cut-offs where no loss
-happened to fall, and loses on new items (why: ``docs/cascades.md``).
+happened to fall, and loses on new items (why: ``docs/decisions/cascades.md``).
 ``per_class=True`` refines each class's threshold from the shared one, for data large enough
 to tell the classes apart.
 
 Deciding with the fold models. The thresholds are learned on fold models' out-of-fold
 probabilities, and a prefix's served model, trained on every training item, is surer of itself
 than they were, so held-out items clear thresholds that out-of-fold ones did not
-(why: ``docs/cascades.md``). Where every fold model's probabilities
+(why: ``docs/decisions/cascades.md``). Where every fold model's probabilities
 are a softmax of linear scores (:func:`polydom.classifier.lean.linear_proba_arrays`), a prefix's
 :class:`Committee` -- its fold models as arrays -- decides whether to stop, with the mean of their
 probabilities: the confidence scale the thresholds were learned on. Other learners decide with the
@@ -265,7 +265,7 @@ class Committee:
         self.check()
         # The scaling folded into the coefficients, every member side by side: one row times
         # one (inputs, members * scores) matrix scores all members at once (a stage's decision
-        # is on the request path; why: docs/cascades.md).
+        # is on the request path; why: docs/decisions/cascades.md).
         # Centring on the members' average first keeps the folded offset a small correction
         # (the members' centrings differ little) instead of a difference of large numbers.
         k, d, s = self.coef.shape

@@ -7,7 +7,7 @@ re-export that same class.
 
 from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["PolydomError", "PolydomWarning", "QueryError", "QueryTypeError"]
+__all__ = ["PolydomError", "PolydomWarning", "QueryError", "QueryTypeError", "BackendError"]
 
 
 class QueryError(PolydomError, ValueError):
@@ -17,3 +17,7 @@ class QueryError(PolydomError, ValueError):
 class QueryTypeError(PolydomError, TypeError):
     """A size or budget that is not a real number (a string, a complex number, an array where one is
     expected)."""
+
+
+class BackendError(PolydomError, TypeError):
+    """A class registered as a backend does not implement the backend contract in full."""

@@ -20,6 +20,7 @@ from operator import is_
 import numpy as np
 
 from .costcurve import set_cost_matrix
+from .protocol import CostSensitiveIndex
 from .queries import as_real, check_queries
 
 __all__ = ["OptionTable", "option_table", "options_many", "options_per_size", "option_source", "SkylineOptions",
@@ -106,12 +107,11 @@ def option_table(index, sizes, *, max_item_budget: float | None = None, accuracy
         Invalid sizes (naming the position), a negative or NaN cap, an item left without an
         option under the cap, overrides of the wrong shape or outside ``[0, 1]``.
     """
-    options_at = getattr(index, "options_at", None)
-    if not callable(options_at) or not hasattr(index, "domain"):
+    if not isinstance(index, CostSensitiveIndex):
         raise TypeError(f"index must be a polydom index (a CostSensitiveIndex), got {type(index).__name__}")
     sizes, _ = check_queries(sizes, 0.0, index.domain)
     cap = _check_cap(max_item_budget)
-    if len(sizes) and hasattr(index, "measured_range"):
+    if len(sizes):
         lo, hi = index.measured_range()
         outside = (sizes < lo) | (sizes > hi)
         if outside.any():
@@ -192,8 +192,7 @@ def option_source(index):
     Built once per index and kept while the index's state is the same objects: a refresh (which
     replaces them) or another index gets new tables.
     """
-    kind = SkylineOptions if hasattr(index, "skylines") and hasattr(index, "candidate_coefficients") else (
-        FixedOptions if callable(getattr(index, "option_sets", None)) else None)
+    kind = {"skyline": SkylineOptions, "fixed": FixedOptions}.get(index.option_kind)
     if kind is None:
         return None
     try:
@@ -311,7 +310,7 @@ class FixedOptions(_Source):
     def state(index) -> tuple:
         """The index's attributes these tables are built from (compared by identity): Greedy's
         sequences and accuracies, which ``option_sets`` reads, and the cost curves."""
-        return getattr(index, "sequences", None), getattr(index, "accuracy", None), index.costs, index.space
+        return index.sequences, index.accuracy, index.costs, index.space
 
     def __init__(self, index, key: tuple):
         self.key = key

@@ -20,15 +20,16 @@ import time
 from bisect import bisect_left
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from .base import StoredIndex
 from .costcurve import CostCurve, format_curve, set_cost_matrix
-from .errors import PolydomWarning
+from .errors import BackendError, PolydomWarning
 from .poly import horner_scalar
 from .values import Choice
 
-__all__ = ["CostSensitiveIndex", "ExtrapolationWarning", "EXTRAPOLATE_POLICIES"]
+__all__ = ["CostSensitiveIndex", "ExtrapolationWarning", "EXTRAPOLATE_POLICIES", "BackendError", "check_backend"]
 
 #: What a lookup does at a size outside the range the costs were measured on.
 EXTRAPOLATE_POLICIES = ("warn", "raise", "allow")
@@ -58,9 +59,27 @@ class CostSensitiveIndex(StoredIndex, ABC):
         black box reported none); every answer carries its set's as ``Choice.std_error``.
     stats, params : dict
         What the build measured and the options it was built with.
+    chains : mapping of int to tuple of int
+        An anytime backend's prefix chains (a set's mask to its features' walking order); empty
+        where serving a set is computing what :meth:`lookup` returns.
+    cascades : Cascades or None
+        Confidence-cascade thresholds where they were trained (:meth:`select` may then stop at a
+        prefix whose model is sure).
     """
 
     backend: str
+    #: Which precomputed option tables batch and stream planning read
+    #: (:func:`polydom.index.optiontable.option_source`): ``"skyline"`` (the skylines per size
+    #: range), ``"fixed"`` (a fixed list of sets, :meth:`option_sets`), or None (none: planning
+    #: asks :meth:`options_at` size by size).
+    option_kind: str | None = None
+    chains: Mapping[int, tuple[int, ...]] = MappingProxyType({})
+    cascades = None
+    #: A set's measured score by mask where the index is ranked by a fit of the scores (empty
+    #: where it is ranked by the measured scores themselves).
+    measured: Mapping[int, float] = MappingProxyType({})
+    params: dict = MappingProxyType({})
+    std_error: Mapping[int, float] = MappingProxyType({})
 
     # ------------------------------------------------------------------ answers
 
@@ -79,16 +98,23 @@ class CostSensitiveIndex(StoredIndex, ABC):
         compute: Callable[[str], object],
         clock: Callable[[], float] = time.perf_counter,
         *,
+        stop_when_confident: bool = False,
         guarded: bool = True,
         serving_guards=None,
+        speculate: bool = False,
+        cpu_clock: Callable[[], float] | None = None,
+        late_price=None,
     ) -> Choice:
         """Compute a set's features for real, one by one, and return the set served.
 
         The base rule looks up the set for ``(size, budget)`` and computes its features in index
-        order; backends with an anytime rule override it (``guarded=False``: ignore
-        :meth:`cost_guards` when deciding to start a feature; ``serving_guards``: take the guards
-        from a :class:`~polydom.index.servingguards.ServingGuards` and record the walk's measured
-        times in it -- the base rule starts no feature conditionally and ignores both). ``compute(name)`` is called at most
+        order; backends with an anytime rule override it. Every backend takes the same options:
+        ``guarded=False`` ignores :meth:`cost_guards` when deciding to start a feature;
+        ``serving_guards`` (a :class:`~polydom.index.servingguards.ServingGuards`) supplies guards
+        learned while serving and records the walk's times, ``cpu_clock`` the computing thread's
+        CPU clock for it; ``late_price`` prices a late answer; ``speculate`` and
+        ``stop_when_confident`` apply to backends with prefix chains and cascades. The base rule
+        starts no feature conditionally and ignores them all. ``compute(name)`` is called at most
         once per feature (keep its values yourself); ``clock`` is read before the first feature
         and after each.
 
@@ -97,6 +123,8 @@ class CostSensitiveIndex(StoredIndex, ABC):
         Choice
             Its ``cost`` is the **measured** time on ``clock``, not a prediction.
         """
+        if stop_when_confident and not self.cascades:
+            raise ValueError("this index has no cascade thresholds; train them (cascade=True) to stop when confident")
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
         choice = self.lookup(size, budget)
@@ -105,6 +133,21 @@ class CostSensitiveIndex(StoredIndex, ABC):
             if name in choice.features:
                 compute(name)
         return choice.with_cost(clock() - start)
+
+    def select_steps(self, size: float, budget: float, compute: Callable[[str], object],
+                     clock: Callable[[], float] = time.perf_counter, **options) -> tuple[Choice, list]:
+        """:meth:`select`, with what happened: ``(choice, steps)``. The base rule reports each
+        computed feature as ``("compute", name)``; anytime backends report their walk's decisions
+        too (:func:`polydom.index.anytime.serve_anytime`)."""
+        computed: list[str] = []
+
+        def recording(name, *deadline):
+            value = compute(name, *deadline)
+            computed.append(name)
+            return value
+
+        choice = self.select(size, budget, recording, clock, **options)
+        return choice, [("compute", name) for name in computed]
 
     def cost_guards(self, size: float | None = None) -> tuple[float, ...]:
         """Per feature, in index order, the factor an anytime walk applies to the feature's
@@ -123,7 +166,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
             the larger of their guards; without ``size`` (or without them), the guards over all
             sizes.
         """
-        params = self.params if hasattr(self, "params") else {}
+        params = self.params
         guards = params.get("cost_guard")
         if not guards:
             return (1.0,) * len(self.space)
@@ -162,7 +205,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
         """Whether an anytime walk caps each start by the cost guards (``params["start_cap"]``,
         set by the classifier from ``Serving(guard=...)``); True where the params do not say,
         as indexes saved before the flag existed were served."""
-        params = self.params if hasattr(self, "params") else {}
+        params = self.params
         return bool(params.get("start_cap", True))
 
     def cost_laws(self, size: float | None = None) -> tuple | None:
@@ -172,7 +215,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
         serving-like calls, :func:`polydom.classifier.calibration.cost_laws`). None when the
         index has none. With ``size``, the laws at the nearest calibrated size
         (``params["cost_law_sizes"]``), that of the next larger one between two."""
-        params = self.params if hasattr(self, "params") else {}
+        params = self.params
         laws = params.get("cost_law")
         if not laws:
             return None
@@ -246,7 +289,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
         """Predicted cost of a feature set (names) at ``size``: the sum of its features' curves,
         and of the preparatory steps they need where the index was built with ``requires``
         (each step once)."""
-        requires = (getattr(self, "params", None) or {}).get("requires")
+        requires = self.params.get("requires")
         if requires:
             features = set(features) | {s for f in features for s in requires.get(f, ())}
         row = set_cost_matrix(self.costs, [self.space.mask(features)])[0]
@@ -355,3 +398,21 @@ def _check_laws(laws, count: int) -> None:
     if not isinstance(laws, (list, tuple)) or len(laws) != count or not all(map(fine, laws)):
         raise ValueError(f"params['cost_law'] must hold one law (ascending quantiles >= 0) or null per feature, "
                          f"got {laws!r:.120}")
+
+
+def check_backend(index_class) -> None:
+    """Refuse a backend class that is not a :class:`CostSensitiveIndex` implementing every part of
+    the contract: its abstract methods, and a ``backend`` tag.
+
+    Raises
+    ------
+    BackendError
+        Naming the class and what it lacks.
+    """
+    if not (isinstance(index_class, type) and issubclass(index_class, CostSensitiveIndex)):
+        raise BackendError(f"a backend's index class must subclass CostSensitiveIndex, got {index_class!r}")
+    missing = sorted(index_class.__abstractmethods__)
+    if missing:
+        raise BackendError(f"backend class {index_class.__name__} does not implement {', '.join(missing)}")
+    if not isinstance(getattr(index_class, "backend", None), str):
+        raise BackendError(f"backend class {index_class.__name__} has no backend tag (a class attribute `backend`)")

@@ -125,7 +125,7 @@ class Batch:
     def of(cls, backend, keys, accuracy, cost) -> "Batch":
         """Answers chosen from ``backend``'s options (a planner's): decoded with its feature
         space and models, carrying its standard errors when it keeps any."""
-        return cls(keys, accuracy, cost, backend.space, backend.models, getattr(backend, "std_error", None))
+        return cls(keys, accuracy, cost, backend.space, backend.models, backend.std_error)
 
     @property
     def std_error(self) -> np.ndarray | None:

@@ -21,14 +21,14 @@ to finish (:meth:`ServingGuards.finish_chance`) counts every call, preempted one
 Until a feature has ``min_calls`` calls in a band, the ratios of *every* feature served in that
 band stand in for its own, once there are ``pool_min_calls`` of them: the guard is the larger of
 the index's guard and that pooled guard, since the machine's slowdown is shared by the
-features (why: ``docs/serving-guards.md``). Bands do not borrow from each other: the smallest
+features (why: ``docs/decisions/serving-guards.md``). Bands do not borrow from each other: the smallest
 items run furthest above their curves (per-call overhead).
 
 *One call alone* does not set a guard: a learned guard is the window's quantile, capped at its
 second largest ratio. A request path has rare calls far above any curve -- the process paused,
 a cache went cold -- and with few calls a high quantile sits at the largest; a guard that
 refuses a feature also stops learning from it, so such a guard would stay
-(why: ``docs/serving-guards.md``). On a full window the cap changes nothing at the default
+(why: ``docs/decisions/serving-guards.md``). On a full window the cap changes nothing at the default
 quantile (the 0.99 quantile of 256 ratios lies below the second largest; so does any quantile up
 to 254/255); a quantile of 1 asks for the largest and
 is not capped, and with ``min_calls`` or ``pool_min_calls`` of 1 a single call still sets a guard.
@@ -50,7 +50,7 @@ ceiling. Probes count walks, not seconds, so a replay decides exactly as it did
 when it was recorded. (The walk counter is read and raised without the lock: a lost increment under
 contention only delays a probe.) Two slow calls among a window's first hundred are enough to set a
 guard at the second of them (the cap above stops only one), so the probe comes after
-``forget_after`` walks, 256 by default (why: ``docs/serving-guards.md``).
+``forget_after`` walks, 256 by default (why: ``docs/decisions/serving-guards.md``).
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= :data:`MIN_GUARD` and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or

@@ -83,6 +83,7 @@ class PolyDomIndex(CostSensitiveIndex):
     """
 
     backend = "polydom"
+    option_kind = "skyline"
 
     def __init__(
         self,

@@ -17,7 +17,7 @@ from .protocol import law_row
 
 #: The share of measured calls a guarded start covers -- one minus the late share a start may
 #: risk: the classifier's guards are taken at it (:mod:`polydom.classifier.calibration`), and a walk reads an
-#: index's guards as it when the index states none. ``docs/start-rule.md`` has the evidence.
+#: index's guards as it when the index states none. ``docs/decisions/start-rule.md`` has the evidence.
 DEFAULT_GUARD_QUANTILE = 0.9
 
 #: The standard normal law, built once (a walk reads it at every stake).
@@ -26,7 +26,7 @@ _NORMAL = NormalDist()
 
 def _guard_z(index) -> float:
     """The standard normal quantile of the index's guard quantile (the log-normal fallback's scale)."""
-    quantile = float((getattr(index, "params", None) or {}).get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
+    quantile = float(index.params.get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
     return _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
 
 
@@ -35,7 +35,7 @@ class _Prepared:
     version: the candidate id of each mask, the guards' normal quantile, whether starts are
     capped, the cost laws' table; and per item size (up to :data:`_SIZES_KEPT` of them) the
     features' predicted costs, the fit's guards and the laws there. So a walk's own bookkeeping
-    is its decisions, not reading params (``docs/walk-bookkeeping.md``)."""
+    is its decisions, not reading params (``docs/decisions/walk-bookkeeping.md``)."""
 
     __slots__ = ("key", "position", "z", "start_cap", "ones", "law_sizes", "law_rows", "overall_laws", "by_size",
                  "containing", "rank")
@@ -44,18 +44,16 @@ class _Prepared:
         self.key = key
         self.position = {m: i for i, m in enumerate(index.candidates)}
         # Per feature, the ranked prefixes that hold it, most accurate first (_best_computed_adding).
-        ranked = getattr(index, "ranked_prefixes", ())
+        ranked = index.ranked_prefixes
         self.containing = tuple(tuple(item for item in ranked if item[0] >> i & 1) for i in range(len(index.costs)))
         # Each ranked prefix's place in the ranking and its accuracy (ties go to the earlier place).
         self.rank = {mask: (place, acc) for place, (mask, acc) in enumerate(ranked)}
         self.z = _guard_z(index)
-        self.start_cap = bool(getattr(index, "start_cap", True))
+        self.start_cap = bool(index.start_cap)
         self.ones = (1.0,) * len(index.costs)
-        cost_laws = getattr(index, "cost_laws", None)
-        self.overall_laws = None if cost_laws is None else cost_laws()
-        self.law_sizes = tuple(((getattr(index, "params", None) or {}).get("cost_law_sizes") or ())
-                               if self.overall_laws is not None else ())
-        self.law_rows = tuple(cost_laws(n) for n in self.law_sizes)
+        self.overall_laws = index.cost_laws()
+        self.law_sizes = tuple((index.params.get("cost_law_sizes") or ()) if self.overall_laws is not None else ())
+        self.law_rows = tuple(index.cost_laws(n) for n in self.law_sizes)
         self.by_size: dict = {}
 
     def laws(self, size: float):
@@ -72,10 +70,8 @@ class _Prepared:
         if found is None:
             if len(self.by_size) >= _SIZES_KEPT:
                 self.by_size.clear()
-            guards = getattr(index, "cost_guards", None)
-            found = self.by_size[size] = ([curve(size) for curve in index.costs],
-                                          guards(size) if guards is not None else self.ones, self.laws(size), {},
-                                          {}, {})
+            found = self.by_size[size] = ([curve(size) for curve in index.costs], index.cost_guards(size),
+                                          self.laws(size), {}, {}, {})
         return found
 
 
@@ -87,17 +83,16 @@ _SIZES_KEPT = 1024
 def prepared(index) -> _Prepared:
     """The :class:`_Prepared` of ``index``, made at its first walk and kept on it while its
     params, costs and candidates stay the same objects (a refresh replaces them)."""
-    params = getattr(index, "params", None) or {}
+    params = index.params
     # The params' values a walk reads, by identity: setting one anew (as a fit sets the guards
     # after the build) makes the walk prepare the index again.
     get = params.get
     key = (params, index.costs, index.candidates, get("cost_guard"), get("cost_guard_by_size"), get("cost_law"),
            get("cost_law_by_size"), get("start_cap"), get("cost_guard_quantile"))
-    prep = index.__dict__.get("_walk_prepared") if hasattr(index, "__dict__") else None
+    prep = index.__dict__.get("_walk_prepared")
     if prep is None or not all(map(operator.is_, prep.key, key)):
         prep = _Prepared(index, key)
-        if hasattr(index, "__dict__"):
-            index.__dict__["_walk_prepared"] = prep
+        index.__dict__["_walk_prepared"] = prep
     return prep
 
 

@@ -39,133 +39,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .expansioncache import ExpansionCache
 from .featureset import FeatureSpace, canonical_key
 
 __all__ = ["ExpansionCache", "Exploration", "explore", "naive_expand_all", "SANDWICH_MODES"]
 
 SANDWICH_MODES = ("all", "snapshot", "literal")
-
-
-class ExpansionCache:
-    """Calls the black box at most once per feature set and counts the calls.
-
-    Parameters
-    ----------
-    expand : callable
-        ``expand(mask) -> float``: train and score a model on exactly the features in ``mask``.
-        Whatever else the caller needs (the model) it keeps itself, keyed by mask. If it also has
-        ``submit(masks)``, ``collect(block) -> [(mask, accuracy)]`` and ``cancel()`` (as
-        :class:`polydom.expansion.ModelRecorder` has), sets are trained asynchronously: the
-        explorer asks for a set as soon as it knows it is needed and goes on deciding others
-        while it trains. Its ``value_bounds``, if it has them, bound every accuracy it returns.
-    expand_many : callable, optional
-        ``expand_many(masks) -> list of float``: the same for a batch, in order, for a black box
-        that does not stream. The explorer hands it each group of sets it decides at once.
-
-    Attributes
-    ----------
-    accuracy : dict[int, float]
-        Every set trained so far.
-    pending : set[int]
-        Sets submitted and not yet back (always empty for a black box that does not stream).
-    calls : int
-        Number of sets the black box was asked to train (and answered).
-    value_bounds : (float, float)
-        What a pending set's accuracy may turn out to be: the streaming black box's
-        ``value_bounds``, else anything.
-    """
-
-    def __init__(self, expand: Callable[[int], float], expand_many: Callable[[list[int]], list[float]] | None = None):
-        self._expand = expand
-        self._expand_many = expand_many
-        streams = all(callable(getattr(expand, name, None)) for name in ("submit", "collect", "cancel"))
-        self._stream = expand if streams else None
-        bounds = getattr(expand, "value_bounds", None) if streams else None
-        self.value_bounds = (float(bounds[0]), float(bounds[1])) if bounds is not None else (-math.inf, math.inf)
-        if not self.value_bounds[0] <= self.value_bounds[1]:
-            raise ValueError(f"value_bounds must be (lo, hi) with lo <= hi, got {bounds!r}")
-        self.accuracy: dict[int, float] = {}
-        self.pending: set[int] = set()
-        self.calls = 0
-        self._arrivals: list[int] = []
-
-    def __call__(self, mask: int) -> float:
-        acc = self.accuracy.get(mask)
-        if acc is None:
-            if mask in self.pending:
-                while mask in self.pending:
-                    self.collect()
-                return self.accuracy[mask]
-            acc = self._expand(mask)
-            self.calls += 1
-            self.accuracy[mask] = acc
-            self._arrivals.append(mask)
-        return acc
-
-    def many(self, masks: list[int]) -> list[float]:
-        """Accuracies of ``masks``, training the uncached ones as one batch."""
-        self.submit(masks)
-        while any(m in self.pending for m in masks):
-            self.collect()
-        return [self.accuracy[m] for m in masks]
-
-    def submit(self, masks: list[int]) -> None:
-        """Ask for ``masks``: a streaming black box starts them and returns; another trains them now."""
-        todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending]
-        if not todo:
-            return
-        if self._stream is None:
-            if self._expand_many is None:
-                for m in todo:
-                    self(m)
-                return
-            results = list(self._expand_many(todo))
-            if len(results) != len(todo):
-                raise RuntimeError(f"expand_many returned {len(results)} results for {len(todo)} sets")
-            self.calls += len(todo)
-            self.accuracy.update(zip(todo, results))
-            self._arrivals.extend(todo)
-            return
-        self.pending.update(todo)
-        try:
-            self._stream.submit(todo)
-        except BaseException:
-            # Nothing of this call is in flight any more (a limit, a deadline, a failure in this
-            # process); what it finished is kept.
-            self.pending.difference_update(todo)
-            self._absorb(self._stream.collect(block=False))
-            raise
-        self._absorb(self._stream.collect(block=False))
-
-    def collect(self) -> list[int]:
-        """Wait until at least one pending set is back; the masks that came back."""
-        if not self.pending:
-            raise RuntimeError("nothing is in flight: waiting would never end")
-        return self._absorb(self._stream.collect(block=True))
-
-    def cancel(self) -> None:
-        """Forget the pending sets (a streaming black box drops them); finished ones are kept."""
-        if self._stream is not None and self.pending:
-            self._stream.cancel()
-            self._absorb(self._stream.collect(block=False))
-        self.pending.clear()
-
-    def arrivals(self) -> list[int]:
-        """Sets that became known since the last call (each reported once)."""
-        out, self._arrivals = self._arrivals, []
-        return out
-
-    def _absorb(self, results) -> list[int]:
-        arrived = []
-        for m, acc in results:
-            if m in self.accuracy:
-                continue
-            self.accuracy[m] = acc
-            self.pending.discard(m)
-            self.calls += 1
-            arrived.append(m)
-        self._arrivals.extend(arrived)
-        return arrived
 
 
 @dataclass
@@ -333,33 +212,44 @@ def _sandwiches(low: float, high: float, alpha: float, e: float) -> bool:
 def _explore_layers(space, cache: ExpansionCache, result: Exploration, alpha, e, mode, covering) -> None:
     """Modes ``"all"`` and ``"snapshot"``: the layer-by-layer loop, asking for each set as soon as
     its test is decided (see :func:`explore`)."""
-    bound_lo, bound_hi = cache.value_bounds
-    order: list[int] = []  # expanded sets in the layer-by-layer loop's order
-    expanded: set[int] = set()
-    arrays = _ExpandedArrays() if mode == "all" and len(space) <= 62 else None
-    frontier_top: set[int] = set()
-    frontier_bot: set[int] = set()
+    _LayerLoop(space, cache, result, alpha, e, mode, covering).run()
 
-    def interval(m: int) -> tuple[float, float, bool]:
+
+class _LayerLoop:
+    """The state of one layer-by-layer exploration: the sets expanded so far (in the loop's
+    order), the frontiers, and the black box's accuracies or, for sets in flight, its bounds."""
+
+    def __init__(self, space, cache: ExpansionCache, result: Exploration, alpha, e, mode, covering):
+        self.space, self.cache, self.result = space, cache, result
+        self.alpha, self.e, self.mode, self.covering = alpha, e, mode, covering
+        self.bound_lo, self.bound_hi = cache.value_bounds
+        self.order: list[int] = []  # expanded sets in the layer-by-layer loop's order
+        self.expanded: set[int] = set()
+        self.arrays = _ExpandedArrays() if mode == "all" and len(space) <= 62 else None
+        self.frontier_top: set[int] = set()
+        self.frontier_bot: set[int] = set()
+
+    def interval(self, m: int) -> tuple[float, float, bool]:
         """``(lo, hi, pending)`` of an expanded set's accuracy."""
-        acc = cache.accuracy.get(m)
+        acc = self.cache.accuracy.get(m)
         if acc is not None:
             return acc, acc, False
-        assert m in cache.pending, f"expanded set {m} neither trained nor in flight"
-        return bound_lo, bound_hi, True
+        assert m in self.cache.pending, f"expanded set {m} neither trained nor in flight"
+        return self.bound_lo, self.bound_hi, True
 
-    def absorb() -> list[int]:
-        arrived = cache.arrivals()
-        if arrays is not None:
+    def absorb(self) -> list[int]:
+        arrived = self.cache.arrivals()
+        if self.arrays is not None:
             for m in arrived:
-                if m in arrays.row:
-                    arrays.resolve(m, cache.accuracy[m])
+                if m in self.arrays.row:
+                    self.arrays.resolve(m, self.cache.accuracy[m])
         return arrived
 
-    def settle(items: list[int], decide, on_decided) -> None:
+    def settle(self, items: list[int], decide, on_decided) -> None:
         """Decide every item; ``decide(x) -> (True | False | None, blockers)`` is retried when one
         of its blockers (sets in flight it depends on) comes back."""
-        absorb()  # what came back since: the tests must see it (a stale interval would wait on nothing)
+        cache = self.cache
+        self.absorb()  # what came back since: the tests must see it (a stale interval would wait on nothing)
         decided: set[int] = set()
         waiting: dict[int, list[int]] = {}
         todo = items
@@ -376,21 +266,22 @@ def _explore_layers(space, cache: ExpansionCache, result: Exploration, alpha, e,
             on_decided(None, None)  # end of a pass: submit what it decided, together
             if len(decided) == len(items):
                 return
-            arrived = absorb()
+            arrived = self.absorb()
             while not any(b in waiting for b in arrived):
                 cache.collect()
-                arrived = absorb()
+                arrived = self.absorb()
             todo = sorted({x for b in arrived for x in waiting.pop(b, ()) if x not in decided}, key=canonical_key)
 
-    def test(s: int, bottom: set[int], top: set[int]):
+    def test(self, s: int, bottom: set[int], top: set[int]):
         """Whether ``s`` is sandwiched: True, False, or None with the sets in flight it waits on."""
+        arrays, alpha, e = self.arrays, self.alpha, self.e
         if arrays is not None:
             low_lo, low_hi, high_lo, high_hi, comparable = arrays.bounds(s)
         else:
             subsets = [m for m in bottom if m & s == m and m != s]
             supersets = [m for m in top if m & s == s and m != s]
-            lows = [interval(m) for m in subsets]
-            highs = [interval(m) for m in supersets]
+            lows = [self.interval(m) for m in subsets]
+            highs = [self.interval(m) for m in supersets]
             low_lo = max((lo for lo, _, _ in lows), default=-math.inf)
             low_hi = max((hi for _, hi, _ in lows), default=-math.inf)
             high_lo = min((lo for lo, _, _ in highs), default=math.inf)
@@ -402,61 +293,69 @@ def _explore_layers(space, cache: ExpansionCache, result: Exploration, alpha, e,
             return False, ()
         if arrays is not None:
             return None, arrays.blockers(comparable)
-        return None, [m for m in subsets + supersets if m in cache.pending]
+        return None, [m for m in subsets + supersets if m in self.cache.pending]
 
-    def fails(x: tuple, y: tuple):
+    def fails(self, x: tuple, y: tuple):
         """Whether ``alpha * (x - e) < y`` for intervals ``x``, ``y``: True, False or None."""
-        if alpha * (x[1] - e) < y[0]:
+        if self.alpha * (x[1] - self.e) < y[0]:
             return True
-        if not alpha * (x[0] - e) < y[1]:
+        if not self.alpha * (x[0] - self.e) < y[1]:
             return False
         return None
 
-    active_top, active_bot = {space.full}, {0}
-    while active_top or active_bot:
-        result.rounds += 1
-        snap_top, snap_bot = set(frontier_top), set(frontier_bot)
-        next_top: set[int] = set()
-        next_bot: set[int] = set()
-        for direction in ("top", "bottom"):
-            active = active_top if direction == "top" else active_bot
-            grown = next_top if direction == "top" else next_bot
-            # A layer's sets all have one size, so none can sandwich another: every test reads
-            # the sets expanded in earlier layers only.
-            # Mode "all" reads every set expanded so far (vectorised unless masks outgrow int64).
-            bottom, top = (snap_bot, snap_top) if mode == "snapshot" else (expanded, expanded)
-            candidates = [s for s in sorted(active, key=canonical_key) if s not in expanded]
-            verdicts: dict[int, bool] = {}
-            wanted: list[int] = []
+    def run(self) -> None:
+        """Explore round by round, top layer then bottom layer, until no layer is active; then
+        wait for the sets in flight and record every expanded set's accuracy."""
+        cache, result = self.cache, self.result
+        active_top, active_bot = {self.space.full}, {0}
+        while active_top or active_bot:
+            result.rounds += 1
+            snapshot = (set(self.frontier_bot), set(self.frontier_top))
+            next_top: set[int] = set()
+            next_bot: set[int] = set()
+            self.layer("top", active_top, next_top, snapshot)
+            self.layer("bottom", active_bot, next_bot, snapshot)
+            active_top, active_bot = next_top, next_bot
+        while any(m in cache.pending for m in self.order):
+            cache.collect()
+        self.absorb()
+        for m in self.order:
+            result.accuracy[m] = cache.accuracy[m]
 
-            def on_tested(s, sandwiched):
-                if s is None:
-                    if wanted:
-                        cache.submit(sorted(wanted, key=canonical_key))
-                        wanted.clear()
-                    return
-                verdicts[s] = sandwiched
-                if not sandwiched:
-                    wanted.append(s)
+    def layer(self, direction: str, active: set[int], grown: set[int], snapshot) -> None:
+        """Test one layer's sets, ask for those not sandwiched, and grow the next layer."""
+        cache, arrays, space = self.cache, self.arrays, self.space
+        # A layer's sets all have one size, so none can sandwich another: every test reads
+        # the sets expanded in earlier layers only.
+        # Mode "all" reads every set expanded so far (vectorised unless masks outgrow int64).
+        bottom, top = snapshot if self.mode == "snapshot" else (self.expanded, self.expanded)
+        candidates = [s for s in sorted(active, key=canonical_key) if s not in self.expanded]
+        verdicts: dict[int, bool] = {}
+        wanted: list[int] = []
 
-            settle(candidates, lambda s: test(s, bottom, top), on_tested)
-            newly = [s for s in candidates if not verdicts[s]]
-            result.pruned.update(s for s in candidates if verdicts[s])
-            for s in newly:
-                order.append(s)
-                expanded.add(s)
-                if arrays is not None:
-                    lo, hi, pending = interval(s)
-                    arrays.add(s, lo, hi, pending)
-                _advance_frontier(space, direction, s, grown, frontier_bot, frontier_top)
-            if covering:
-                _settle_covering(space, direction, newly, grown, frontier_bot, frontier_top, interval, fails, settle)
-        active_top, active_bot = next_top, next_bot
-    while any(m in cache.pending for m in order):
-        cache.collect()
-    absorb()
-    for m in order:
-        result.accuracy[m] = cache.accuracy[m]
+        def on_tested(s, sandwiched):
+            if s is None:
+                if wanted:
+                    cache.submit(sorted(wanted, key=canonical_key))
+                    wanted.clear()
+                return
+            verdicts[s] = sandwiched
+            if not sandwiched:
+                wanted.append(s)
+
+        self.settle(candidates, lambda s: self.test(s, bottom, top), on_tested)
+        newly = [s for s in candidates if not verdicts[s]]
+        self.result.pruned.update(s for s in candidates if verdicts[s])
+        for s in newly:
+            self.order.append(s)
+            self.expanded.add(s)
+            if arrays is not None:
+                lo, hi, pending = self.interval(s)
+                arrays.add(s, lo, hi, pending)
+            _advance_frontier(space, direction, s, grown, self.frontier_bot, self.frontier_top)
+        if self.covering:
+            _settle_covering(space, direction, newly, grown, self.frontier_bot, self.frontier_top, self.interval,
+                             self.fails, self.settle)
 
 
 def _advance_frontier(space, direction, s, grown, frontier_bot, frontier_top) -> None:

@@ -12,7 +12,7 @@ selection would otherwise reward.
 Where the fit pools sets to one value, nothing in the scores tells them apart; the order then
 says the larger set is at least as accurate, so every feature adds ``tie_step`` (far below any
 measurable difference) and a pooled superset ranks just above its subsets
-(why: ``docs/tie-step.md``).
+(why: ``docs/decisions/tie-step.md``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ re-exported here so that ``polydom.PolydomError`` is that same class.
 
 from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["PolydomError", "PolydomWarning", "InputError", "InputTypeError"]
+__all__ = ["PolydomError", "PolydomWarning", "InputError", "InputTypeError", "ExpansionError", "ExpansionLimitError",
+           "DeadlineReached"]
 
 
 class InputError(PolydomError, ValueError):
@@ -18,3 +19,16 @@ class InputError(PolydomError, ValueError):
 
 class InputTypeError(PolydomError, TypeError):
     """An argument of a type the classifier does not read."""
+
+
+class ExpansionError(PolydomError, RuntimeError):
+    """The black box raised while training a feature set; the message names the set, and the
+    original exception is chained as ``__cause__``."""
+
+
+class ExpansionLimitError(PolydomError, RuntimeError):
+    """The build would train more feature sets than ``max_expansions`` allows."""
+
+
+class DeadlineReached(PolydomError):
+    """The precompute time budget ran out before the next batch (used by progressive alpha)."""

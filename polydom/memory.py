@@ -6,7 +6,7 @@ returns them on ``free``, so every call touches new pages; with transparent huge
 kernel may stall the thread while it makes them. The thread's CPU clock does not see the stall,
 the wall clock does, and an answer is late. :func:`keep_freed_memory` asks the allocator to
 serve large blocks from its heap and keep what is freed, so a service's memory is warm after its
-first requests (``docs/serving-memory.md``).
+first requests (``docs/decisions/serving-memory.md``).
 """
 
 from __future__ import annotations

@@ -357,10 +357,9 @@ class StreamBudget:
         if self.max_item_budget is not self._cap[0]:  # reassigned since: check it as option_table does
             self._cap = (self.max_item_budget, _check_cap(self.max_item_budget))
         cap = self._cap[1]
-        if hasattr(index, "measured_range"):
-            measured_lo, measured_hi = index.measured_range()
-            if not measured_lo <= size <= measured_hi:
-                index._outside_measured(size)  # the index's own policy, as option_table applies it
+        measured_lo, measured_hi = index.measured_range()
+        if not measured_lo <= size <= measured_hi:
+            index._outside_measured(size)  # the index's own policy, as option_table applies it
         masks, costs, accuracy = source.one(size)
         if cap is not None and not all(map(cap.__ge__, costs)):
             kept = [j for j, c in enumerate(costs) if c <= cap]
@@ -389,8 +388,7 @@ class StreamBudget:
         names = source.names.get(key)
         if names is None:
             names = source.names[key] = index.space.frozenset(key)
-        std_errors = getattr(index, "std_error", None)
-        return Choice(names, float(a), float(c), key, index.models, None if std_errors is None else std_errors.get(key))
+        return Choice(names, float(a), float(c), key, index.models, index.std_error.get(key))
 
     def _book(self, cost, acc, key, extra, dearer_set, options, i):
         """One item's turn, under the lock: its tie, the guard, the spend and the online price.

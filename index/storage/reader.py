@@ -76,9 +76,7 @@ def _read_version(version: OpenVersion, trusted: frozenset, resolve: Callable[[s
     models = LazyModels(version, count, trusted, meta["features"])
     try:
         index = cls.from_state(IndexState(meta, arrays, models))
-        check = getattr(index, "check_invariants", None)
-        if check is not None:
-            check()
+        index.check_invariants()
         _check_guards(index)
     except _INCONSISTENT as exc:
         raise IndexFormatError(f"{version.where}: the stored metadata is inconsistent ({exc!r})") from exc
@@ -91,10 +89,7 @@ def _check_guards(index) -> None:
 
     Raises ``ValueError`` (the caller names the version).
     """
-    cost_guards = getattr(index, "cost_guards", None)
-    if cost_guards is None:
-        return
-    params = getattr(index, "params", None) or {}
+    cost_guards, params = index.cost_guards, index.params
     cost_guards()
     sizes = params.get("cost_guard_sizes")
     if sizes is not None:
@@ -103,11 +98,9 @@ def _check_guards(index) -> None:
             raise ValueError(f"params['cost_guard_sizes'] must be a list of finite sizes, got {sizes!r:.80}")
         for size in sizes:
             cost_guards(size)
-    cost_laws = getattr(index, "cost_laws", None)
-    if cost_laws is not None:
-        cost_laws()
-        for size in params.get("cost_law_sizes") or ():
-            cost_laws(size)
+    index.cost_laws()
+    for size in params.get("cost_law_sizes") or ():
+        index.cost_laws(size)
     quantile = params.get("cost_guard_quantile")
     if quantile is not None and (isinstance(quantile, bool) or not isinstance(quantile, (int, float))
                                  or not 0.5 <= quantile <= 1.0):

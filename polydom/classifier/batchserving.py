@@ -18,7 +18,7 @@ import numpy as np
 from polydom.featurizers.sources import as_array, is_encoded, pixel_count
 
 from .batchaccount import BatchAccount, BatchSpend, check_total_budget
-from .costs import guarded_decode
+from .decodecost import guarded_decode
 from .inputs import as_image_list
 from .serving import Explanation
 

@@ -4,7 +4,7 @@ The timing pass (:func:`polydom.classifier.costs.measure_feature_costs`) measure
 cost: primed calls on the timing thread's CPU clock, which reproduce from run to run and on a
 busy machine. A request pays more: the feature meets an image the caches have not seen, on the
 wall clock, so a curve fitted on primed calls alone serves sets that do not fit
-(why: ``docs/calibration.md``).
+(why: ``docs/decisions/calibration.md``).
 
 Fitting extracts every training image once, each feature in turn -- as a request does -- and
 records each call's wall and CPU time; when parallel workers did that extraction, a sample of
@@ -28,7 +28,7 @@ those times into:
   Anytime serving starts a feature only when the time used plus ``guard`` times its predicted cost fits the
   budget.
   Both are also taken per training size that has :data:`GUARD_CALLS_PER_SIZE` calls or more: a
-  feature's tail, and its curve's error, differ from size to size (why: ``docs/calibration.md``).
+  feature's tail, and its curve's error, differ from size to size (why: ``docs/decisions/calibration.md``).
 
 Lookups, the skyline and the planners use the calibrated (median) curves; only the decision to
 start one more feature uses the guard.
@@ -126,7 +126,7 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     predicted = np.maximum(evaluate_cost_curve(timing_curve.coefficients, sizes), 1e-12)
     # The shortfall unclipped, per bin of sizes: where each size has one call (natural images),
     # clipping each call's shortfall at 0 before the median keeps only the slow half and raises
-    # the curve above the median request (docs/timing-pass.md). The fit keeps a, b >= 0 itself.
+    # the curve above the median request (docs/decisions/timing-pass.md). The fit keeps a, b >= 0 itself.
     overhead = _overhead(bin_sizes(sizes), seconds - predicted, predicted)
     curve = timing_curve + CostCurve(overhead)
     guard, by_size = 1.0, []

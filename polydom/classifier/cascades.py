@@ -26,7 +26,7 @@ __all__ = ["CASCADE_FOLDS", "train_cascades"]
 
 #: Folds of the out-of-fold probabilities the thresholds are learned from. The served prefix models
 #: are trained on every training item; a fold model on fewer items is less sure of itself, so
-#: held-out items clear a threshold more often than out-of-fold ones did (why: ``docs/cascades.md``).
+#: held-out items clear a threshold more often than out-of-fold ones did (why: ``docs/decisions/cascades.md``).
 CASCADE_FOLDS = 10
 
 

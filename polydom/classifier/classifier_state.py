@@ -27,7 +27,8 @@ import numpy as np
 from polydom.featurizers.provenance import FeatureSource, load_features, source_of
 from polydom.index.storage.errors import IndexFormatError
 
-from .costs import DECODE, CostFit
+from .costs import CostFit
+from .decodecost import DECODE
 from ..errors import PolydomError, PolydomWarning
 
 __all__ = [
@@ -233,7 +234,7 @@ class ClassifierMetadata:
         states saved before it was kept (features are then looked up by name).
     decode_fit : dict or None
         :meth:`CostFit.to_json` of the decode step's cost, where the training images came
-        encoded (:func:`~polydom.classifier.costs.fit_decode_cost`).
+        encoded (:func:`~polydom.classifier.decodecost.fit_decode_cost`).
     """
 
     params: dict

@@ -22,7 +22,8 @@ from .calibration import carry_calibration
 from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import ClassifierStateError, load_classifier, save_classifier, state_from_version
 from .constraints import Integer, check_param
-from .costs import MIN_DECODE_SAMPLES, fit_decode_cost, measure_feature_costs, sample_decode_times
+from .costs import measure_feature_costs
+from .decodecost import MIN_DECODE_SAMPLES, fit_decode_cost, sample_decode_times
 from .inputs import as_image_list, check_budgets, check_errors, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
 from .policies import Cascade, Selection, Serving, Timing
@@ -81,7 +82,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     classes_ : ndarray
     feature_names_ : tuple of str
         The features, in the index's order. ``index_.features`` also holds the steps they share
-        (``grey`` for the built-in features, ``docs/shared-steps.md``).
+        (``grey`` for the built-in features, ``docs/decisions/shared-steps.md``).
     feature_columns_ : dict of str to slice
         Each feature's column range in the feature matrix (a set's vector keeps this order).
     cost_fits_ : dict of str to CostFit

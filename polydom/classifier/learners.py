@@ -36,7 +36,7 @@ def default_learners() -> list[tuple[str, object]]:
       -- closed form, fast, and strong with few training items per class;
     * ``"logreg"``: standard scaling, then multinomial logistic regression with ``C=0.1``.
 
-    Neither has a random state, so a build is reproducible (why these two: ``docs/learners.md``).
+    Neither has a random state, so a build is reproducible (why these two: ``docs/decisions/learners.md``).
     """
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
     from sklearn.linear_model import LogisticRegression

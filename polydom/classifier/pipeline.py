@@ -432,8 +432,6 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     With a cache directory, the feature matrix, the cost fits and the trained sets are read from
     it when their inputs are unchanged (a refit with another ``alpha`` or backend only builds).
     """
-    import polydom
-
     from .blackbox import FeatureSetLearner
     from .extraction import extract_features, feature_fingerprint, images_fingerprint
 
@@ -449,7 +447,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     # The steps the features share are items of their own where they do work on the training
     # images (greyscale of colour ones): computed once per image, timed, fitted and costed once
     # per set (polydom.steps). On grey images each feature casts the image itself, which costs
-    # less than a timed call of its own (docs/shared-steps.md).
+    # less than a timed call of its own (docs/decisions/shared-steps.md).
     items = with_steps(s.features, images)
     shared = {item.name for item in items} - {f.name for f in s.features}
     requires = {f.name: tuple(n for n in f.requires if n in shared) for f in s.features}
@@ -460,57 +458,20 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
                               progress=log.counter("computing features", len(images), "images") if plain else bars)
 
     t1 = time.perf_counter()
-    timing_key = (data_key, None if s.timing_sides is None else tuple(s.timing_sides), s.timing_repeats,
-                  s.timing_images, s.cost_quantile, s.cost_degree, s.calibrate_costs, guard_quantile(s),
-                  repr(s.random_state), "cost-law")
-    cached = _cost_cache(s, timing_key)
-    fits = cached.read() if cached is not None else None
-    if fits is None:
-        fits = _measure_costs(images, sizes, matrix, items, s, say)
-        if cached is not None:
-            cached.write(fits)
-    else:
-        say("reusing the cost fits cached for these images, features and timing settings")
-
+    fits = _cost_fits(images, sizes, matrix, items, s, say, data_key)
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)
     learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring,
                                 rescore_splits=rescore_splits, screen_splits=_screen_folds(s, y, groups),
                                 finish_jobs=s.n_jobs)
     n0 = float(np.median(sizes))
-    spec = backend_spec(s.backend)
-    offered = {
-        "n0": n0,  # backends that compare costs at one size compare them at the median item
-        "reference_size": n0,  # and PolyDom orders its prefix chains by the costs there
-        "tolerance": s.tolerance,
-        "scores": s.scores,
-        "measured_range": _measured_range(fits),
-        "extrapolate": s.extrapolate,
-    }
-    options: dict[str, Any] = {k: v for k, v in offered.items() if k in spec.options}
-    if s.lambdas is not None:
-        options["lambdas"] = list(s.lambdas)
-    cache = s.cache_path("expansions")
-    cache_key = None
-    if cache is not None:
-        cache_key = expansion_cache_key(matrix, y, splits + (learner.screen_splits or []), s.estimator, s.scoring)
-        options.update(cache=cache, cache_key=cache_key)
-    if requires:
-        options["requires"] = requires
-    bar = TrainingProgress(s.progress, 2 ** len(items) - sets_in_cache(cache, cache_key), log=log)
-    try:
-        index = polydom.build({item.name: fits[item.name].curve for item in items}, learner, alpha=s.alpha, e=s.e,
-                              backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
-    except BaseException:
-        bar.close(done=False)
-        raise
-    bar.close()
+    index, bar = _build_index(s, items, fits, learner, matrix, y, splits, requires, n0, log)
     lattice = 2 ** len(items)
     fully, partly = index.stats.get("fully_trained", len(index.trained)), index.stats.get("partly_trained", 0)
     if partly:
         say(f"{fully} of {lattice} feature sets trained fully, {partly} screened only "
             f"(their bounds could not reach the skyline), {lattice - fully - partly} not at all")
-    if s.cascade and getattr(index, "chains", None):
+    if s.cascade and index.chains:
         from .cascades import train_cascades
 
         # Folds close in size to the whole training set, so that fold models are as sure of
@@ -521,16 +482,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
                                                    saving=s.cascade_saving,
                                                    mean_cost=s.cascade_mean_cost,
                                                    per_class=s.cascade_per_class, splits=folds))
-    # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
-    index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
-    # Serving learns its guards at the same quantile, unless told not to.
-    index.params["cost_guard_quantile"] = guard_quantile(s) if s.learn_guards else None
-    index.params.update(guard_table({name: fits[name].guard_by_size for name in index.space.names}, index.space.names))
-    # PolyDom's walk weighs each start by its chance to finish, read from the measured laws; a
-    # per-start cap by the guards only where the user asked for one (Serving(guard=...)).
-    index.params.update(law_table({name: (fits[name].law, fits[name].law_by_size) for name in index.space.names},
-                                  index.space.names))
-    index.params["start_cap"] = s.cost_guard is not None
+    _store_serving_params(index, fits, s)
     t3 = time.perf_counter()
     # One warning for all the fits' warnings, pointing at the caller of ``fit``.
     learner.warnings.report(stacklevel=3)
@@ -552,3 +504,70 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
         n0=n0, timing_sides=_timed_sides(fits), stats=stats,
         cascade=s.cascade,
     )
+
+
+def _cost_fits(images, sizes, matrix, items, s: FitSettings, say, data_key) -> dict:
+    """Each item's cost fit: read from the cache where the timing inputs are unchanged, else
+    measured now (and cached)."""
+    timing_key = (data_key, None if s.timing_sides is None else tuple(s.timing_sides), s.timing_repeats,
+                  s.timing_images, s.cost_quantile, s.cost_degree, s.calibrate_costs, guard_quantile(s),
+                  repr(s.random_state), "cost-law")
+    cached = _cost_cache(s, timing_key)
+    fits = cached.read() if cached is not None else None
+    if fits is None:
+        fits = _measure_costs(images, sizes, matrix, items, s, say)
+        if cached is not None:
+            cached.write(fits)
+    else:
+        say("reusing the cost fits cached for these images, features and timing settings")
+    return fits
+
+
+def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requires, n0: float, log):
+    """Build the chosen backend over the fitted cost curves with ``learner`` as the black box:
+    ``(index, the training progress)``."""
+    from polydom.api import build
+
+    spec = backend_spec(s.backend)
+    offered = {
+        "n0": n0,  # backends that compare costs at one size compare them at the median item
+        "reference_size": n0,  # and PolyDom orders its prefix chains by the costs there
+        "tolerance": s.tolerance,
+        "scores": s.scores,
+        "measured_range": _measured_range(fits),
+        "extrapolate": s.extrapolate,
+    }
+    options: dict[str, Any] = {k: v for k, v in offered.items() if k in spec.options}
+    if s.lambdas is not None:
+        options["lambdas"] = list(s.lambdas)
+    cache = s.cache_path("expansions")
+    cache_key = None
+    if cache is not None:
+        cache_key = expansion_cache_key(matrix, y, splits + (learner.screen_splits or []), s.estimator, s.scoring)
+        options.update(cache=cache, cache_key=cache_key)
+    if requires:
+        options["requires"] = requires
+    bar = TrainingProgress(s.progress, 2 ** len(items) - sets_in_cache(cache, cache_key), log=log)
+    try:
+        index = build({item.name: fits[item.name].curve for item in items}, learner, alpha=s.alpha, e=s.e,
+                      backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
+    except BaseException:
+        bar.close(done=False)
+        raise
+    bar.close()
+    return index, bar
+
+
+def _store_serving_params(index, fits, s: FitSettings) -> None:
+    """Store with the index what its walks read: the fit's guards and cost laws, the quantile
+    serving learns its guards at, and whether each start is capped."""
+    # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
+    index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
+    # Serving learns its guards at the same quantile, unless told not to.
+    index.params["cost_guard_quantile"] = guard_quantile(s) if s.learn_guards else None
+    index.params.update(guard_table({name: fits[name].guard_by_size for name in index.space.names}, index.space.names))
+    # PolyDom's walk weighs each start by its chance to finish, read from the measured laws; a
+    # per-start cap by the guards only where the user asked for one (Serving(guard=...)).
+    index.params.update(law_table({name: (fits[name].law, fits[name].law_by_size) for name in index.space.names},
+                                  index.space.names))
+    index.params["start_cap"] = s.cost_guard is not None

@@ -78,7 +78,7 @@ class Selection(Policy):
         Approximation factor of the PolyDom backend (>= 1; 1 is exact). With an int ``cv`` and
         four or more features, a PolyDom build screens every set it explores on a 2-fold draw
         and trains fully only the sets whose upper bound could reach the skyline
-        (``docs/screening.md``).
+        (``docs/decisions/screening.md``).
     e : float or "auto", default "auto"
         Monotonicity tolerance of the lattice exploration; ``"auto"`` measures it on the trained
         sets (``index_.stats["e_used"]``).
@@ -86,7 +86,7 @@ class Selection(Policy):
         Among affordable sets within ``tolerance`` of the best, serve the cheapest. ``0``: the
         most accurate (the paper's rule); ``None``: within one standard error of the difference.
     scores : {"bounded", "monotone", "measured"}, default "bounded"
-        What the PolyDom index ranks trained sets by (``docs/score-ranking.md``).
+        What the PolyDom index ranks trained sets by (``docs/decisions/score-ranking.md``).
     cv_repeats : int, default 1
         With an int ``cv``: score every set on this many shuffled k-fold draws.
     finalist_repeats : int, default 2
@@ -136,7 +136,7 @@ def _buildable(name) -> bool:
 
 
 class Timing(Policy):
-    """How the features' cost curves are measured (``docs/timing-pass.md``).
+    """How the features' cost curves are measured (``docs/decisions/timing-pass.md``).
 
     Parameters
     ----------
@@ -231,7 +231,7 @@ class Cascade(Policy):
 
 
 class Serving(Policy):
-    """How predictions are served (``docs/start-rule.md``).
+    """How predictions are served (``docs/decisions/start-rule.md``).
 
     Parameters
     ----------
@@ -254,7 +254,7 @@ class Serving(Policy):
     speculate : bool, default False
         Where the walk stops but the next feature's predicted cost still fits, compute
         it on a worker thread and answer at the deadline with what was computed
-        (``docs/start-rule.md``). Opt-in: it answered more requests late on two cores.
+        (``docs/decisions/start-rule.md``). Opt-in: it answered more requests late on two cores.
     extrapolate : {"warn", "raise", "allow"}, default "warn"
         A prediction for an image outside the timed sizes: warn once, raise, or stay silent.
     """

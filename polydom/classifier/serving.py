@@ -26,7 +26,7 @@ from polydom.errors import PolydomError
 from polydom.featurizers import Feature
 from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
 
-from .costs import decode_fits
+from .decodecost import decode_fits
 
 from polydom.index.anytime import FeatureTimeout, prepared
 from polydom.index.base import StoredIndex
@@ -181,7 +181,7 @@ class ServingPlanner:
         # object so that a thread never pairs one version's plans with another's models.
         self._cache: tuple = (index.models, {})
         # Stop buying features once a prefix's model is sure (only where thresholds were trained).
-        self.cascade = bool(cascade) and bool(getattr(index, "cascades", None))
+        self.cascade = bool(cascade) and bool(index.cascades)
         # Try a feature the guards refuse on a worker thread, abandoned at the deadline
         # (polydom.index.anytime, "trying past the guard"); anytime indexes only.
         self.speculate = bool(speculate)
@@ -189,12 +189,12 @@ class ServingPlanner:
         # at the quantile the fit's guards were taken at; none where the index has no guards or
         # was fitted with learn_guards=False (the quantile is then None), or with ``learn=False``
         # (a classifier's own planner: its predictions change nothing, the fit's guards decide).
-        params = getattr(index, "params", None) or {}
+        params = index.params
         quantile = params.get("cost_guard_quantile", DEFAULT_GUARD_QUANTILE) if params.get("cost_guard") else None
         quantile = quantile if learn else None
         self.learn = bool(learn)
         self.serving_guards = None if quantile is None else ServingGuards(index, quantile=float(quantile))
-        # The decode step's cost fit (polydom.classifier.costs.fit_decode_cost), or None: an
+        # The decode step's cost fit (polydom.classifier.decodecost.fit_decode_cost), or None: an
         # encoded image is then decoded whatever the budget, and its time subtracted.
         self.decode = decode
         # A late-share budget (polydom.index.lateness): a learning planner prices lateness per
@@ -205,7 +205,7 @@ class ServingPlanner:
         self.clock = time.perf_counter
         # What the anytime walk reads of the index, prepared now rather than at the first request.
         version = _version_of(index)
-        if getattr(version, "chains", None):
+        if version.chains:
             prepared(version)
 
     def with_costs(self, curves) -> "ServingPlanner":
@@ -265,7 +265,7 @@ class ServingPlanner:
 
         An encoded image (a path or bytes) is sized from its header. The budget covers the whole
         answer: it is decoded only if the decode step's guarded curve fits (:attr:`decode`) and
-        the time left still buys a feature (:func:`~polydom.classifier.costs.decode_fits`), and
+        the time left still buys a feature (:func:`~polydom.classifier.decodecost.decode_fits`), and
         the features get what its measured time leaves; otherwise nothing is decoded and the
         answer falls back on time to the set that costs nothing.
 
@@ -316,18 +316,13 @@ class ServingPlanner:
                 # Features run on this thread: its CPU clock separates their own cost from the
                 # machine's scheduling (polydom.index.servingguards).
                 options["cpu_clock"] = time.thread_time
-            if (self.speculate if speculate is None else speculate) and getattr(index, "chains", None):
+            if (self.speculate if speculate is None else speculate) and index.chains:
                 options["speculate"] = True
             if self.late_price is not None:
                 options["late_price"] = self.late_price
         if self.clock is not time.perf_counter:  # an injected clock (the walk's default is this one)
             options["clock"] = self.clock
-        with_steps = getattr(index, "select_steps", None)
-        if with_steps is not None:
-            choice, steps = with_steps(size, budget, compute, **options)
-        else:
-            choice = index.select(size, budget, compute, **options)
-            steps = [("compute", n) for n in computed]
+        choice, steps = index.select_steps(size, budget, compute, **options)
         space = index.space
         readable = tuple((kind, tuple(sorted(space.frozenset(v))) if isinstance(v, int) else v) for kind, v in steps)
         plan = self.plan(choice.key, index)

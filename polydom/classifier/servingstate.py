@@ -85,7 +85,7 @@ class ServingState:
         The modules the loader trusted to define custom features; a new version is loaded with
         the same trust.
     decode_fit : CostFit or None
-        The decode step's cost (:func:`~polydom.classifier.costs.fit_decode_cost`), where the
+        The decode step's cost (:func:`~polydom.classifier.decodecost.fit_decode_cost`), where the
         training images came encoded.
 
     Notes

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--seed must be >= 0, got {args.seed}")
     from polydom.memory import keep_freed_memory
 
-    keep_freed_memory()  # this process serves as a tuned service would (docs/serving-memory.md)
+    keep_freed_memory()  # this process serves as a tuned service would (docs/decisions/serving-memory.md)
     with tempfile.TemporaryDirectory(prefix="polydom-demo-") as scratch:
         cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
         try:

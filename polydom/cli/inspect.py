@@ -23,7 +23,7 @@ def _entry(index, mask: int, accuracy: float, cost: float) -> dict:
     entry = {"features": sorted(index.space.frozenset(mask)), "accuracy": accuracy, "key": mask, "cost": cost}
     if mask in index.std_error:
         entry["std_error"] = index.std_error[mask]
-    if getattr(index, "measured", None):  # ranked by a fit of the scores: the measured one beside it
+    if index.measured:  # ranked by a fit of the scores: the measured one beside it
         entry["measured"] = index.measured_scores.get(mask, accuracy)
     return entry
 
@@ -33,7 +33,7 @@ def _feature_modules(index) -> dict:
     sources; empty otherwise. Read from the stored metadata: nothing is imported."""
     from polydom.classifier.classifier_state import METADATA_KEY
 
-    data = getattr(index, "params", {}).get(METADATA_KEY)
+    data = index.params.get(METADATA_KEY)
     sources = data.get("feature_sources") if isinstance(data, dict) else None
     if not isinstance(sources, list):
         return {}

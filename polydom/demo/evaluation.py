@@ -106,7 +106,7 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
     if mode == "plain":
         return CostSensitiveIndex.select(index, size, min(budget, _FLOAT_MAX), compute, clock)
     options = {"stop_when_confident": True} if mode == "cascade" else {}
-    if speculate and getattr(index, "chains", None):
+    if speculate and index.chains:
         options["speculate"] = True
     if cpu_seconds is not None and serving_guards is not None:
         options["cpu_clock"] = lambda: cpu_now[0]
@@ -169,7 +169,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     # The index's items in its order (the steps its features share, then the features): the
     # order in which extract_features lays out the seconds of the same features.
     positions = {name: j for j, name in enumerate(planner.index.features)}
-    from polydom.classifier.costs import decode_fits
+    from polydom.classifier.decodecost import decode_fits
 
     decode = getattr(planner, "decode", None)
     # A server's late-share budget, unless the caller gives one of its own.

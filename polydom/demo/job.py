@@ -150,14 +150,11 @@ def run_demo(out, *, dataset: str = "digits", quick: bool = False, n_jobs: int |
 
 def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, progress) -> DemoResult:
     import polydom
-    from polydom.classifier.extraction import extract_features
-    from polydom.classifier.progress import ProgressLog
     from polydom.featurizers import resolve_features
-
     from polydom.index.protocol import ExtrapolationWarning
 
     from . import report
-    from .evaluation import lookup_latency, serve_grid
+    from .evaluation import lookup_latency
 
     started = time.perf_counter()
     stages = {}
@@ -174,7 +171,6 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
     y_train, y_test = data.labels[data.train], data.labels[data.test]
     sizes = data.sizes(data.test)
     ranges, range_names = size_ranges(sizes)
-    decode_seconds = None
     if settings.encoded:  # as a service receives them: JPEG files, decoded inside the budget
         train_images = [_jpeg(im) for im in train_images]
         test_images = [_jpeg(im) for im in test_images]
@@ -184,20 +180,8 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
          f"{len(settings.features)} features")
 
     cache = cache_dir if cache_dir is not None else os.path.join(out, "cache")
-    fitted, fit_seconds, fit_stats = {}, {}, {}
-    for name, changes in BACKENDS.items():
-        _log(f"fitting {name}")
-        clf = polydom.CostSensitiveClassifier(
-            features=list(settings.features), selection=polydom.Selection(**changes.get("selection", {})),
-            serving=polydom.Serving(**changes.get("serving", {})), cache_dir=cache, n_jobs=n_jobs,
-            random_state=random_state, progress=progress)
-        t = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", polydom.PolydomWarning)  # the fit stats keep the tallies
-            clf.fit(train_images, y_train, groups=data.pictures[data.train])
-        fit_seconds[name] = time.perf_counter() - t
-        fitted[name], fit_stats[name] = clf, dict(clf.fit_stats_)
-        _log(f"{name} fitted in {fit_seconds[name]:.1f} s")
+    fitted, fit_seconds, fit_stats = _fit_variants(settings, train_images, y_train, data.pictures[data.train], cache,
+                                                   n_jobs, random_state, progress)
     stages["fit"] = sum(fit_seconds.values())
     # Held-out images larger than every training image extrapolate the cost curves; the report's
     # late shares show what that costs, one warning per index and pass would only repeat it.
@@ -212,33 +196,14 @@ def _run(out: str, settings: DemoSettings, n_jobs, cache_dir, random_state, prog
     stages["save and load"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    _log(f"computing and timing every feature of the {len(test_images)} held-out images, one at a time")
-    arrays = test_images
-    if settings.encoded:
-        arrays, decode_seconds = _decoded(test_images)
-    plog = ProgressLog(bool(progress), label="polydom demo")
-    held = extract_features(arrays, resolve_features(settings.features), n_jobs=None,
-                            progress=plog.counter("timing the held-out images", len(arrays), "images"))
+    held, decode_seconds = _time_held_out(test_images, settings, progress)
     _log(f"held-out features timed in {time.perf_counter() - t:.0f} s")
-    del arrays
     stages["held-out features (one at a time)"] = time.perf_counter() - t
 
     t = time.perf_counter()
     budgets = np.asarray(settings.budgets, dtype=float)
-    replayed, keys = {}, {}
     serving = {**fitted, DEFAULT: loaded}  # the default served as deployed: from the index on disk
-    for name, clf in [*serving.items(), ("before saving", fitted[DEFAULT])]:
-        _log(f"serving {name} on the replayed times ({len(sizes)} images x {len(budgets)} budgets)")
-        # A server learns its guards from the requests it serves; here from the replayed ones.
-        grid = serve_grid(_Replayable(clf, clf.server().planner), held.X, held.seconds, sizes, y_test, budgets,
-                          cpu_seconds=held.cpu_seconds, decode_seconds=decode_seconds)
-        late = grid.measured > budgets[:, None]
-        plan = clf.planner_.plan  # a served set's features (the steps they share are not features)
-        used = [[plan(int(key)).names for key in row] for row in grid.keys]
-        replayed[name], keys[name] = Served(grid.correct & ~late, late, used), grid.keys
-    # The index loaded from disk serves exactly what the fitted classifier served.
-    round_trip = bool(np.array_equal(keys[DEFAULT], keys.pop("before saving")))
-    replayed.pop("before saving")
+    replayed, round_trip = _serve_replayed(serving, fitted[DEFAULT], held, sizes, y_test, budgets, decode_seconds)
     stages["serve, replayed"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -299,6 +264,64 @@ class _Replayable:
     def __init__(self, clf, planner):
         self.planner_, self.feature_columns_, self.feature_names_ = planner, clf.feature_columns_, clf.feature_names_
         self._policies = clf._policies
+
+
+def _time_held_out(test_images, settings, progress):
+    """Compute and time every feature of every held-out image, one image at a time (files decoded
+    first, their decode timed): ``(the feature matrix with its times, decode seconds or None)``."""
+    from polydom.classifier.extraction import extract_features
+    from polydom.classifier.progress import ProgressLog
+    from polydom.featurizers import resolve_features
+
+    _log(f"computing and timing every feature of the {len(test_images)} held-out images, one at a time")
+    arrays, decode_seconds = _decoded(test_images) if settings.encoded else (test_images, None)
+    plog = ProgressLog(bool(progress), label="polydom demo")
+    held = extract_features(arrays, resolve_features(settings.features), n_jobs=None,
+                            progress=plog.counter("timing the held-out images", len(arrays), "images"))
+    return held, decode_seconds
+
+
+def _fit_variants(settings, train_images, y_train, groups, cache, n_jobs, random_state, progress):
+    """Fit every variant of :data:`BACKENDS` on the training images: ``(classifiers, fit seconds,
+    fit stats)`` by variant name."""
+    import polydom
+
+    fitted, fit_seconds, fit_stats = {}, {}, {}
+    for name, changes in BACKENDS.items():
+        _log(f"fitting {name}")
+        clf = polydom.CostSensitiveClassifier(
+            features=list(settings.features), selection=polydom.Selection(**changes.get("selection", {})),
+            serving=polydom.Serving(**changes.get("serving", {})), cache_dir=cache, n_jobs=n_jobs,
+            random_state=random_state, progress=progress)
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", polydom.PolydomWarning)  # the fit stats keep the tallies
+            clf.fit(train_images, y_train, groups=groups)
+        fit_seconds[name] = time.perf_counter() - t
+        fitted[name], fit_stats[name] = clf, dict(clf.fit_stats_)
+        _log(f"{name} fitted in {fit_seconds[name]:.1f} s")
+    return fitted, fit_seconds, fit_stats
+
+
+def _serve_replayed(serving: dict, before_saving, held, sizes, y_test, budgets, decode_seconds):
+    """Serve every held-out item at every budget on its recorded times, by each variant and by the
+    default before it was saved: ``(Served by variant, whether the loaded index served exactly what
+    the fitted classifier served)``."""
+    from .evaluation import serve_grid
+
+    replayed, keys = {}, {}
+    for name, clf in [*serving.items(), ("before saving", before_saving)]:
+        _log(f"serving {name} on the replayed times ({len(sizes)} images x {len(budgets)} budgets)")
+        # A server learns its guards from the requests it serves; here from the replayed ones.
+        grid = serve_grid(_Replayable(clf, clf.server().planner), held.X, held.seconds, sizes, y_test, budgets,
+                          cpu_seconds=held.cpu_seconds, decode_seconds=decode_seconds)
+        late = grid.measured > budgets[:, None]
+        plan = clf.planner_.plan  # a served set's features (the steps they share are not features)
+        used = [[plan(int(key)).names for key in row] for row in grid.keys]
+        replayed[name], keys[name] = Served(grid.correct & ~late, late, used), grid.keys
+    round_trip = bool(np.array_equal(keys[DEFAULT], keys.pop("before saving")))
+    replayed.pop("before saving")
+    return replayed, round_trip
 
 
 def _serve_for_real(server, images, y, budgets) -> tuple[Served, np.ndarray]:
