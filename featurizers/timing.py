@@ -205,8 +205,9 @@ def _check_count(value, name: str, minimum: int) -> int:
 def _pinned_to_one_core(enabled: bool):
     """Pin the calling thread to one of its allowed cores for the duration; yields the core or None.
 
-    A thread the scheduler moves between cores starts its next call on cold caches. On a busy
-    two-core machine, the cheapest features' median CPU time rose 55% unpinned but 15% pinned.
+    A thread the scheduler moves between cores starts its next call on cold caches, which
+    inflates the cheapest features' CPU time on a busy machine far more than pinning does
+    (``docs/decisions/timing-pass.md``).
     """
     if not enabled or not hasattr(os, "sched_setaffinity"):
         yield None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,6 +29,44 @@ from .anytime import SequenceWalk, best_computed, best_reachable, walk_measured,
 from .skyline import SkylineEntry, prefix_masks, prefix_skyline
 
 __all__ = ["GreedyIndex"]
+
+
+class _SequenceState(NamedTuple):
+    """What :meth:`GreedyIndex.lookup` and the measured walk read, one immutable record per
+    version (unpacked in this field order on the hot path)."""
+
+    domain: tuple
+    sky_cost: list  # the λ skyline's costs at n0
+    sky_seq: list  # and the sequence each entry walks
+    seq_horner: list  # per sequence, its prefixes' cost polynomials
+    seq_prefix: list  # per sequence, its prefixes (names, accuracy, mask, std error)
+    seq_names: list
+    models: object
+    seq_served: list  # per sequence and prefix length, the prefix served
+
+
+class _SequenceBatch(NamedTuple):
+    """What :meth:`GreedyIndex.lookup_many` reads."""
+
+    domain: tuple
+    sky_cost: np.ndarray
+    sky_seq: np.ndarray
+    feature_horner: np.ndarray
+    order: np.ndarray
+    prefix_key: np.ndarray
+    prefix_acc: np.ndarray
+    space: object
+    models: object
+    std_error: object
+    seq_served: np.ndarray
+
+
+class _GreedySnapshot(NamedTuple):
+    """A version's serving state, swapped in one assignment (:mod:`polydom.index.base`)."""
+
+    measured: tuple
+    lookup: _SequenceState
+    batch: _SequenceBatch
 
 
 class GreedyIndex(CostSensitiveIndex):
@@ -157,14 +195,14 @@ class GreedyIndex(CostSensitiveIndex):
         self._sky_seq_arr = np.array(self._sky_seq, dtype=np.int64)
         # Each serving path reads this snapshot once, so a refresh that swaps it is atomic for
         # concurrent readers.
-        serve = (self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix, self._seq_names, self.models,
-                 self._seq_served)
-        batch = (
+        serve = _SequenceState(self.domain, self._sky_cost, self._sky_seq, self._seq_horner, self._seq_prefix,
+                               self._seq_names, self.models, self._seq_served)
+        batch = _SequenceBatch(
             self.domain, self._sky_cost_arr, self._sky_seq_arr, self._feature_horner, self._order,
             self._prefix_key, self._prefix_acc, self.space, self.models, self.std_error,
             np.array(self._seq_served, dtype=np.int64),
         )
-        self._snapshot = (self.measured_range(), serve, batch)
+        self._snapshot = _GreedySnapshot(self.measured_range(), serve, batch)
 
     # ------------------------------------------------------------------ serving
 

@@ -204,7 +204,7 @@ def serve_anytime(
     # follows its trace (polydom.index.walktrace); a learning, cascading or speculating one reasons
     # in full every time.
     if not (stop_when_confident or speculate or (guarded and serving_guards is not None)):
-        traces, key = at[5], (budget, guarded, price)
+        traces, key = at.traces, (budget, guarded, price)
         root = traces.get(key)
         if root is None:
             # Traced from the second walk on, so that budgets that change from walk to walk (a
@@ -271,7 +271,7 @@ class _Walk:
 
     def __init__(self, index, prep, at, size, budget, compute, clock, start, *, guarded, serving_guards, speculate,
                  cpu_clock, price, stop_when_confident):
-        cost, fit_guards, laws, totals, needs = at[:5]
+        cost, fit_guards, laws, totals, needs = at.costs, at.guards, at.laws, at.totals, at.needs
         if not guarded:
             guards = prep.ones
         elif serving_guards is not None:

@@ -20,7 +20,6 @@ from operator import is_
 import numpy as np
 
 from .costcurve import set_cost_matrix
-from .protocol import CostSensitiveIndex
 from .queries import as_real, check_queries
 
 __all__ = ["OptionTable", "option_table", "options_many", "options_per_size", "option_source", "SkylineOptions",
@@ -107,8 +106,10 @@ def option_table(index, sizes, *, max_item_budget: float | None = None, accuracy
         Invalid sizes (naming the position), a negative or NaN cap, an item left without an
         option under the cap, overrides of the wrong shape or outside ``[0, 1]``.
     """
-    if not isinstance(index, CostSensitiveIndex):
-        raise TypeError(f"index must be a polydom index (a CostSensitiveIndex), got {type(index).__name__}")
+    try:  # the contract's parts this reads (a CostSensitiveIndex, or a proxy of one)
+        index.options_at, index.domain, index.option_kind
+    except AttributeError:
+        raise TypeError(f"index must be a polydom index (a CostSensitiveIndex), got {type(index).__name__}") from None
     sizes, _ = check_queries(sizes, 0.0, index.domain)
     cap = _check_cap(max_item_budget)
     if len(sizes):

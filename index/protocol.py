@@ -79,6 +79,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
     #: where it is ranked by the measured scores themselves).
     measured: Mapping[int, float] = MappingProxyType({})
     params: dict = MappingProxyType({})
+    stats: dict = MappingProxyType({})
     std_error: Mapping[int, float] = MappingProxyType({})
 
     # ------------------------------------------------------------------ answers

@@ -19,7 +19,7 @@ import sys
 import time
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,6 +45,46 @@ BUDGET_SLACK = 1.0 + 1e-12
 _new_choice = tuple.__new__
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]
+
+
+class _LookupState(NamedTuple):
+    """What :meth:`PolyDomIndex.lookup` reads, one immutable record per version (unpacked in this
+    field order on the hot path)."""
+
+    lo: float  # the smallest size served
+    size_max: float  # the largest, finite (a chained comparison then rejects NaN and inf)
+    measured_lo: float  # the range the cost curves were measured on
+    measured_hi: float
+    bounds: list  # each size range's lower bound
+    lengths: list  # each range's skyline length
+    quadratic: bool  # every candidate's cost polynomial has degree <= 2
+    sky_rows: list  # per range, its skyline's cost rows
+    entries: list  # per range and skyline entry, what a lookup returns there
+    models: object
+
+
+class _BatchState(NamedTuple):
+    """What :meth:`PolyDomIndex.lookup_many` reads: per-coefficient columns of every range's
+    skyline, padded to a power of two."""
+
+    domain: tuple
+    bounds: np.ndarray
+    padded: int  # the padded length of a range's skyline
+    columns: list  # one column per coefficient
+    candidates: np.ndarray  # the candidate at each padded position
+    served: np.ndarray  # the position served when that one is the most accurate affordable
+    masks: np.ndarray  # each candidate's mask
+    accuracy: np.ndarray  # and its accuracy
+    std_error: object
+    space: object
+    models: object
+
+
+class _Snapshot(NamedTuple):
+    """A version's serving state, swapped in one assignment (:mod:`polydom.index.base`)."""
+
+    lookup: _LookupState
+    batch: _BatchState
 
 
 class PolyDomIndex(CostSensitiveIndex):
@@ -347,11 +387,11 @@ class PolyDomIndex(CostSensitiveIndex):
         # A finite upper limit makes one chained comparison reject NaN and inf as well.
         size_max = self.domain[1] if math.isfinite(self.domain[1]) else _FLOAT_MAX
         measured = self.measured_range()
-        serve = (
+        serve = _LookupState(
             lo, size_max, measured[0], measured[1], list(self.bounds), [len(s) for s in self.skylines], quadratic,
             sky_rows, entries, self.models,
         )
-        self._snapshot = (serve, self._batch_arrays())
+        self._snapshot = _Snapshot(serve, self._batch_arrays())
 
     def tolerance_between(self, i: int, j: int) -> float:
         """How far below candidate ``j``'s accuracy candidate ``i`` may score and still tie.
@@ -395,7 +435,7 @@ class PolyDomIndex(CostSensitiveIndex):
             cols[:, at : at + len(sky)] = self.candidate_coefficients[sky].T
             cand[at : at + len(sky)] = sky
             served[at : at + len(sky)] = at + np.asarray(self.served_positions(sky), dtype=np.int64)
-        return (
+        return _BatchState(
             self.domain, np.asarray(self.bounds, dtype=float), P, [np.ascontiguousarray(c) for c in cols], cand, served,
             np.array(self.candidates, dtype=np.int64), np.array(self.candidate_accuracy, dtype=float),
             self.std_error, self.space, self.models,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_right
+from typing import NamedTuple
 from statistics import NormalDist
 
 from .protocol import law_row
@@ -28,6 +29,17 @@ def _guard_z(index) -> float:
     """The standard normal quantile of the index's guard quantile (the log-normal fallback's scale)."""
     quantile = float(index.params.get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
     return _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
+
+
+class _AtSize(NamedTuple):
+    """What a walk reads of an index at one item size, prepared at the size's first walk."""
+
+    costs: list  # each feature's predicted cost
+    guards: tuple  # the fit's guards
+    laws: tuple | None  # the cost laws
+    totals: dict  # a set's total predicted cost, as walks met them
+    needs: dict  # per guards (the fit's or none), a set's need from what is computed
+    traces: dict  # (budget, guarded, price) -> the walks' trace (polydom.index.walktrace)
 
 
 class _Prepared:
@@ -63,15 +75,14 @@ class _Prepared:
             return self.overall_laws
         return law_row(sizes, self.law_rows, size)
 
-    def at(self, index, size: float):
-        """``(costs, the fit's guards, laws, the sets' total costs, per guards their needs as the
-        walks met them, the walks' traces by budget)`` at ``size``."""
+    def at(self, index, size: float) -> _AtSize:
+        """What a walk reads at ``size`` (:class:`_AtSize`), prepared at the size's first walk."""
         found = self.by_size.get(size)
         if found is None:
             if len(self.by_size) >= _SIZES_KEPT:
                 self.by_size.clear()
-            found = self.by_size[size] = ([curve(size) for curve in index.costs], index.cost_guards(size),
-                                          self.laws(size), {}, {}, {})
+            found = self.by_size[size] = _AtSize([curve(size) for curve in index.costs], index.cost_guards(size),
+                                                 self.laws(size), {}, {}, {})
         return found
 
 

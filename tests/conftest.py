@@ -27,6 +27,11 @@ class _CostlyBackend:
 
     domain = (0.0, 10.0)
     models = {}
+    option_kind = None  # no precomputed option tables: planning asks options_at size by size
+    std_error = {}
+
+    def measured_range(self):
+        return self.domain
 
     def __init__(self):
         import polydom

@@ -213,4 +213,4 @@ def load_index(path, *, resolve: Callable[[str], type], trusted=None):
 
 def store_of(index) -> StoreReader | None:
     """The :class:`StoreReader` of a loaded index, or None for one built in memory."""
-    return getattr(index, "_store", None)
+    return index._store

@@ -409,7 +409,7 @@ class ClassifierMetadata:
         modules ``feature_modules`` trusts (:meth:`features`)."""
         from .servingstate import ServingState
 
-        store = getattr(view, "_store", None)
+        store = view._store
         return ServingState.build(
             source, index=view, features={f.name: f for f in self.features(view.features, feature_modules, _steps_of(view))},
             feature_modules=tuple(feature_modules),

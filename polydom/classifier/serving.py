@@ -437,8 +437,8 @@ def _version_of(index):
 class _DeadlineWorkers:
     """Worker threads for features tried past their guard, and how late a timed wait wakes.
 
-    A wait with a timeout returns some time after it (on this two-core machine, a median 0.13
-    ms under load), which at sub-millisecond budgets is most of the slack: the wait ends early
+    A wait with a timeout returns some time after it (a fraction of a millisecond under load,
+    ``docs/decisions/speculation.md``), which at sub-millisecond budgets is most of the slack: the wait ends early
     by the 0.9 quantile of the recent overshoots (measured on a few idle waits first, then on
     every wait that timed out and every result handed back), so that an abandoned feature's
     answer comes back by the deadline. While a computation given up at its deadline still runs,

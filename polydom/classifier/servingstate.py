@@ -193,7 +193,7 @@ def follow(owner, rebuild, refuse_as: type, attribute: str = "_serving"):
             return state
         source = state.source
         view = view_of(source)
-        store = getattr(view, "_store", None)
+        store = view._store
         where = store.path if store is not None else "its path"
         try:
             _, fresh = rebuild(source, view, where)

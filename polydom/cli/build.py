@@ -135,8 +135,10 @@ def run(args: argparse.Namespace) -> int:
         index.save(args.out)
     except (OSError, ValueError, TypeError) as exc:  # polydom's storage errors are among these
         raise type(exc)(f"cannot publish to {args.out!r}: {exc}") from exc
-    built = getattr(index, "index_", index)  # a fitted classifier carries its index
-    stats = getattr(built, "stats", {}) or {}
+    from polydom.classifier.estimator import CostSensitiveClassifier
+
+    built = index.index_ if isinstance(index, CostSensitiveClassifier) else index  # a classifier carries its index
+    stats = built.stats or {}
     summary = ", ".join(f"{k}={stats[k]}" for k in ("trained", "reused", "candidates", "index_entries", "alpha_reached") if k in stats)
     print(f"polydom build: published {args.out} ({summary})", file=sys.stderr)
     return 0

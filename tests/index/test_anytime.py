@@ -718,7 +718,7 @@ def test_the_walk_prepares_an_index_once_and_again_when_its_params_change(index)
     assert prepared(ix) is first
     ix.params = {**ix.params, "cost_guard": [1.0, 1.0, 2.0]}
     again = prepared(ix)
-    assert again is not first and again.at(ix, 1.0)[1] == (1.0, 1.0, 2.0)
+    assert again is not first and again.at(ix, 1.0).guards == (1.0, 1.0, 2.0)
 
 
 @given(st.integers(0, 2**32 - 1))
@@ -732,8 +732,12 @@ def test_adding_one_feature_finds_the_best_computed_prefix_as_the_full_scan_does
     k = rng.randint(1, 7)
     trained, chains = random_chains(rng, k, rng.randint(1, 6))
 
-    class Index:
+    class Index:  # the parts of the backend contract a walk prepares from
         params = {}
+        start_cap = False
+
+        def cost_laws(self, size=None):
+            return None
 
     index = Index()
     index.trained, index.chains, index.candidates, index.costs = trained, chains, [], [None] * k

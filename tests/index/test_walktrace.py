@@ -78,7 +78,7 @@ def both_walks(rng, index, costs, keys, walks, **options):
 
 
 def traces_of(index):
-    return [node for entry in prepared(index).by_size.values() for node in entry[5].values() if isinstance(node, Node)]
+    return [node for entry in prepared(index).by_size.values() for node in entry.traces.values() if isinstance(node, Node)]
 
 
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
