@@ -27,9 +27,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-from polydom.lattice.errors import PolydomError
 
 from .registry import REGISTRY, STEPS, Feature, UnknownFeatureError
+from .errors import FeatureSourceError  # noqa: F401 - defined with the package's errors
 
 __all__ = ["FeatureSource", "FeatureSourceError", "source_of", "source_digest", "load_features", "builtin_only",
            "normalize_modules"]
@@ -37,11 +37,6 @@ __all__ = ["FeatureSource", "FeatureSourceError", "source_of", "source_digest", 
 #: Modules whose features ship with polydom: found without being trusted, never digest-checked
 #: (they change with polydom's version, which an index records).
 _OWN = "polydom."
-
-
-class FeatureSourceError(PolydomError, ValueError):
-    """A saved feature's code cannot be used: its module is not trusted, cannot be imported, does
-    not define it, or its source changed since the index was saved."""
 
 
 def source_digest(function) -> str:
@@ -100,8 +95,6 @@ def source_of(feature: Feature) -> FeatureSource:
     function = getattr(feature.function, "func", feature.function)
     return FeatureSource(feature.name, getattr(function, "__module__", "") or "",
                          getattr(function, "__qualname__", "") or "", source_digest(feature.function))
-
-
 
 
 def _refuse_main(kind: str, name: str) -> FeatureSourceError:

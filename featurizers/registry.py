@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from polydom.lattice.errors import PolydomError
 from polydom.featurizers import image_features as _img
+from .errors import FeatureError, UnknownFeatureError  # noqa: F401 - defined with the package's errors
 
 __all__ = [
     "REGISTRY",
@@ -29,43 +29,6 @@ __all__ = [
     "unregister_step",
     "with_steps",
 ]
-
-
-class FeatureError(PolydomError, ValueError):
-    """A feature function failed, or returned something that is not a valid
-    feature vector.
-
-    Attributes
-    ----------
-    feature : str
-        Name of the feature.
-    index : int or None
-        Index of the item, when the caller gave one.
-    """
-
-    def __init__(self, message: str, *, feature: str, index=None):
-        super().__init__(message)
-        self.feature = feature
-        self.index = index
-
-    def __reduce__(self):
-        # The keyword-only arguments are not in ``args``: without this, unpickling (a feature that
-        # failed in a joblib worker) raises TypeError instead of re-raising this error.
-        return (_rebuild_feature_error, (type(self), str(self), self.feature, self.index))
-
-
-def _rebuild_feature_error(cls, message, feature, index):
-    return cls(message, feature=feature, index=index)
-
-
-class UnknownFeatureError(PolydomError, KeyError, ValueError):
-    """No feature of that name is registered.
-
-    It is both a `KeyError` (a failed look-up) and a `ValueError` (a bad
-    argument), so either ``except`` clause catches it.
-    """
-
-    __str__ = Exception.__str__  # KeyError would quote the whole message
 
 
 @dataclass(frozen=True)

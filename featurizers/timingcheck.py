@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from polydom.lattice.errors import PolydomWarning
+from .errors import CostMeasurementWarning  # noqa: F401 - defined with the package's errors
 __all__ = ["CostMeasurementWarning", "TimingCheck", "check_timing", "MIN_CPU_WALL_RATIO", "MAX_REPEAT_SPREAD",
            "MAX_OTHER_THREADS"]
 
@@ -26,10 +26,6 @@ MAX_REPEAT_SPREAD = 0.25
 #: Above this many cores' worth of CPU used by the process's other threads while timing, our
 #: own work competed with the timed calls.
 MAX_OTHER_THREADS = 0.1
-
-
-class CostMeasurementWarning(PolydomWarning):
-    """The machine looked contended or unstable while the features were timed."""
 
 
 @dataclass(frozen=True)

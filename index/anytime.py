@@ -73,21 +73,15 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from polydom.lattice import bits_of
-from polydom.lattice.errors import PolydomError
 
 # The walk's parts, each in a module of its own; their names stay importable from here.
 from .prefixes import _best_computed, _best_computed_adding, _worth_trying, chain_prefixes, ranked_prefixes  # noqa: F401
 from .stake import _Stake, law_chance  # noqa: F401
 from .walkprep import DEFAULT_GUARD_QUANTILE, _best_with_room, _Need, _Prepared, prepared  # noqa: F401
 from .walktrace import Node, edge
+from .errors import FeatureTimeout  # noqa: F401 - defined with the package's errors
 
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
-
-
-class FeatureTimeout(PolydomError):
-    """Raised by ``compute(name, deadline)`` when the feature did not finish by ``deadline``:
-    the walk answers with the sets already computed (the module docstring, *trying past the
-    guard*)."""
 
 
 def chain_order(mask: int, trained: Mapping[int, float], unit_costs: Sequence[float],

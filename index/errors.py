@@ -7,7 +7,8 @@ re-export that same class.
 
 from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["PolydomError", "PolydomWarning", "QueryError", "QueryTypeError", "BackendError"]
+__all__ = ["PolydomError", "PolydomWarning", "QueryError", "QueryTypeError",
+           "BackendError", "FeatureTimeout", "ExtrapolationWarning", "TheoremViolation"]
 
 
 class QueryError(PolydomError, ValueError):
@@ -21,3 +22,18 @@ class QueryTypeError(PolydomError, TypeError):
 
 class BackendError(PolydomError, TypeError):
     """A class registered as a backend does not implement the backend contract in full."""
+
+
+class FeatureTimeout(PolydomError):
+    """Raised by ``compute(name, deadline)`` when the feature did not finish by ``deadline``:
+    the walk answers with the sets already computed (the module docstring, *trying past the
+    guard*)."""
+
+
+class ExtrapolationWarning(PolydomWarning):
+    """A lookup at a size where the cost curves were not measured (they are extrapolated there)."""
+
+
+class TheoremViolation(PolydomError, AssertionError):
+    """``validate=True`` found a stored skyline that is wrong: a Theorem 3.13 verdict that
+    disagrees with a recomputation, or a set that beats the skyline somewhere in the domain."""

@@ -25,18 +25,15 @@ from typing import Any
 
 from .base import StoredIndex
 from .costcurve import CostCurve, format_curve, set_cost_matrix
-from .errors import BackendError, PolydomWarning
+from .errors import BackendError
 from .poly import horner_scalar
 from .values import Choice
+from .errors import ExtrapolationWarning  # noqa: F401 - defined with the package's errors
 
 __all__ = ["CostSensitiveIndex", "ExtrapolationWarning", "EXTRAPOLATE_POLICIES", "BackendError", "check_backend"]
 
 #: What a lookup does at a size outside the range the costs were measured on.
 EXTRAPOLATE_POLICIES = ("warn", "raise", "allow")
-
-
-class ExtrapolationWarning(PolydomWarning):
-    """A lookup at a size where the cost curves were not measured (they are extrapolated there)."""
 
 
 class CostSensitiveIndex(StoredIndex, ABC):

@@ -44,7 +44,7 @@ from polydom.index.values import Expansion
 
 from polydom.index.storage.modelcodec import decode_model, digest, encode_model, normalize_trusted
 
-from .errors import PolydomError
+from .errors import CacheError  # noqa: F401 - defined with the package's errors
 
 __all__ = ["ExpansionStore", "CacheError", "LOCK_FILE"]
 
@@ -55,10 +55,6 @@ _FORMAT = b"v2"  # entries of the first format (ambiguous keys, no standard erro
 _HEADER = struct.Struct(">dd?")  # accuracy, standard error (NaN: none), has-model
 _LENGTH = struct.Struct(">I")
 _MAP_SIZE = 1 << 36  # a sparse reservation; the file grows with the data
-
-
-class CacheError(PolydomError, ValueError):
-    """The expansion cache path or key is unusable."""
 
 
 def _open_lock_file(path: str) -> int:

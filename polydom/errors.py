@@ -8,8 +8,8 @@ re-exported here so that ``polydom.PolydomError`` is that same class.
 
 from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["PolydomError", "PolydomWarning", "InputError", "InputTypeError", "ExpansionError", "ExpansionLimitError",
-           "DeadlineReached"]
+__all__ = ["PolydomError", "PolydomWarning", "InputError", "InputTypeError",
+           "ExpansionError", "ExpansionLimitError", "DeadlineReached", "CacheError"]
 
 
 class InputError(PolydomError, ValueError):
@@ -32,3 +32,7 @@ class ExpansionLimitError(PolydomError, RuntimeError):
 
 class DeadlineReached(PolydomError):
     """The precompute time budget ran out before the next batch (used by progressive alpha)."""
+
+
+class CacheError(PolydomError, ValueError):
+    """The expansion cache path or key is unusable."""

@@ -36,18 +36,14 @@ import numpy as np
 
 from polydom.index.values import Expansion
 
-from ..errors import PolydomError
 from .learners import as_learners, default_estimator, default_learners, make_splits, standard_error
 from .warntally import CountingExpand, LearnerWarning, WarningTally
+from .errors import ScoringError  # noqa: F401 - defined with the package's errors
 
 __all__ = [
     "ScoringError", "FeatureSetLearner", "as_learners", "default_estimator", "default_learners", "make_splits", "standard_error",
     "LearnerWarning", "WarningTally", "CountingExpand",
 ]
-
-
-class ScoringError(PolydomError, ValueError):
-    """A scorer gave a value polydom cannot maximise (outside ``[0, 1]`` or not finite)."""
 
 
 class FeatureSetLearner:

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from polydom.featurizers.provenance import FeatureSource, load_features, source_of
-from polydom.index.storage.errors import IndexFormatError
 
 from .costs import CostFit
 from .decodecost import DECODE
-from ..errors import PolydomError, PolydomWarning
+from ..errors import PolydomError
+from .errors import ClassifierStateError, UnloadableFeatureWarning  # noqa: F401 - defined with the package's errors
 
 __all__ = [
     "ClassifierMetadata", "ClassifierStateError", "METADATA_KEY", "METADATA_FORMAT", "save_classifier",
@@ -46,14 +46,6 @@ _CLASS_KINDS = "biufUO"
 _MAX_COLUMN = 1 << 40
 #: The widest numeric class dtype (complex is not a label type; 16 bytes covers longdouble).
 _MAX_NUMERIC_ITEMSIZE = 16
-
-
-class ClassifierStateError(IndexFormatError):
-    """The classifier state saved in an index is damaged or crafted; the message names the field.
-
-    A ``ValueError`` (through :class:`~polydom.index.storage.errors.IndexFormatError`), so
-    callers catching that still catch it.
-    """
 
 
 def _steps_of(index) -> set[str]:
@@ -422,10 +414,6 @@ class ClassifierMetadata:
             cascade=bool(self.params.get("cascade", False)),
             path=None if store is None else store.path, version=None if store is None else store.version,
         )
-
-
-class UnloadableFeatureWarning(PolydomWarning):
-    """A saved classifier holds a feature that a fresh process cannot import (defined in ``__main__``)."""
 
 
 def _warn_unloadable(features) -> None:

@@ -14,13 +14,9 @@ import warnings
 from collections.abc import Iterable, Iterator
 
 from polydom.index.values import Expansion, is_real
-from polydom.lattice.errors import PolydomWarning
+from .errors import LearnerWarning  # noqa: F401 - defined with the package's errors
 
 __all__ = ["CountingExpand", "LearnerWarning", "WarningTally"]
-
-
-class LearnerWarning(PolydomWarning):
-    """The learner's warnings during a build, counted and reported in one warning."""
 
 
 class WarningTally:

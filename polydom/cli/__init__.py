@@ -32,7 +32,7 @@ import sys
 from collections.abc import Callable
 from typing import NamedTuple
 
-from polydom.errors import PolydomError
+from .errors import Interrupted, UsageError  # noqa: F401 - defined with the package's errors
 
 __all__ = ["main", "add_command", "add_lazy_command", "UsageError", "Interrupted", "CONVENTIONS"]
 
@@ -54,17 +54,6 @@ results go to stdout; progress and notes to stderr (plain lines when stderr is n
 --json output is strict JSON: a number that is not finite (an unlimited budget, an unbounded
 domain) is written as the string "inf", "-inf" or "nan".
 """
-
-
-class UsageError(PolydomError, ValueError):
-    """The command line cannot be used as given; exit status 2."""
-
-
-class Interrupted(PolydomError):
-    """A command stopped by Ctrl-C, saying what was kept; exit status 130.
-
-    ``str(exc)`` is printed after ``interrupted; ``.
-    """
 
 
 class _Command(NamedTuple):

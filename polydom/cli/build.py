@@ -39,13 +39,9 @@ from collections.abc import Mapping
 from polydom.backends import backend_spec, buildable
 from polydom.index.ranking import SCORE_MODES
 
-from . import UsageError
+from .errors import SpecError  # noqa: F401 - defined with the package's errors
 
 __all__ = ["configure", "run", "load_spec", "SpecError"]
-
-
-class SpecError(UsageError):
-    """SPEC does not name a usable object, or an option does not apply to it (exit status 2)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -21,9 +21,9 @@ import sys
 
 import numpy as np
 
-from polydom.errors import PolydomError
 
 from .text import dumps, jsonable_float, number
+from .errors import SizesError  # noqa: F401 - defined with the package's errors
 
 __all__ = ["configure", "run", "read_sizes", "plan_rows", "summarize", "seconds", "table_file", "FIELDS"]
 
@@ -64,10 +64,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=table_file, default=None, metavar="FILE",
                         help="write each item's choice to FILE (.csv or .json)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-
-
-class SizesError(PolydomError, ValueError):
-    """A ``--sizes`` file that cannot be read as sizes (the message names the file and line)."""
 
 
 #: The longest line ``--sizes`` reads: a size is a number, so a longer line is not one.
