@@ -7,7 +7,7 @@ of the budget. On a saved classifier (a demo run's ``index``, for example) this 
 whose features cost nothing to compute while the clock advances by each feature's predicted cost
 (the walk then takes the decisions it would take on a machine that matches its curves), for a
 grid of item sizes and budgets, next to one ``lookup`` for scale. With ``--against REV`` the walk
-of that git revision's ``index/anytime.py`` runs on the same index, interleaved round by round
+of that git revision's ``index/serving/anytime.py`` runs on the same index, interleaved round by round
 with the working tree's, and the report gives both medians and their ratio.
 
 Run from the project root::
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.index import anytime
+from polydom.index.serving import anytime
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
 from revision import module_at, short_name  # noqa: E402
@@ -131,7 +131,7 @@ def main(argv=None) -> None:
         raise SystemExit("this index has no prefix chains: its select is a lookup, not a walk")
     cascade = bool(index.cascades)
     vectors = {name: np.zeros(columns.stop - columns.start) for name, columns in clf.feature_columns_.items()}
-    baseline = module_at(args.against, "index/anytime.py") if args.against else None
+    baseline = module_at(args.against, "index/serving/anytime.py") if args.against else None
     if baseline is not None:  # name the commit, not a moving name such as HEAD
         args.against = short_name(args.against)
     # The baseline walks its own copy: each walk keeps what it prepares on the index it walks.

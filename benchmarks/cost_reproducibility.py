@@ -1,7 +1,7 @@
 """Do cost fits reproduce? The demo's features fitted twice on this machine, once as it is and once
 while CPU-burning processes compete for the cores, compared size by size.
 
-Each fit times the features as the classifier does (:func:`polydom.classifier.costs.measure_feature_costs`
+Each fit times the features as the classifier does (:func:`polydom.costs.measure.measure_feature_costs`
 with the demo's features and timing sides and the classifier's default of 8 timed images (the
 largest digit images; the demo itself times 4),
 5 timed rounds of primed calls on the timing thread's CPU clock, the median tracked by a
@@ -30,14 +30,14 @@ import warnings
 
 import numpy as np
 
-from polydom.classifier.costs import choose_timing_images, measure_feature_costs
+from polydom.costs.measure import choose_timing_images, measure_feature_costs
 # Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lab.job import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES  # noqa: E402
 from polydom.featurizers import resolve_features
 from polydom.featurizers.datasets import load_digits_images
-from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve
+from polydom.index.costs.fitting import evaluate_cost_curve, fit_cost_curve
 
 HERE = pathlib.Path(__file__).resolve().parent
 BAR = 0.25

@@ -2,7 +2,7 @@
 
 A guard that refuses a feature stops measuring it, so serving guards learned while the machine
 was slow could refuse that feature for good once it is fast again (*probing*, ``forget_after`` in
-:mod:`polydom.index.servingguards`). This serves held-out images of a finished ``benchmarks/backends.py``
+:mod:`polydom.index.serving.guards`). This serves held-out images of a finished ``benchmarks/backends.py``
 run at one budget, one after another, with two classifiers loaded from its index -- one with the
 default ``forget_after``, one with ``forget_after=None`` -- interleaved per image (order flipped at
 random). During the first ``--spell`` requests a busy process runs on every core; then the
@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lab.job import add_run_arguments, load_run_split, run_arguments  # noqa: E402
 from polydom.demo.stats import mean_se
-from polydom.index.servingguards import ServingGuards
+from polydom.index.serving.guards import ServingGuards
 
 
 def main(argv=None) -> None:

@@ -85,8 +85,8 @@ def median_difference_se(a: np.ndarray, b: np.ndarray, seed: int, draws: int = 2
 
 def earlier_timing_pass(train_images, held_seconds, test_images, seed):
     """The earlier timing pass's curves on the same data: ``(seconds, errors)``."""
-    from polydom.classifier.calibration import calibrate_fits
-    from polydom.classifier.costs import choose_timing_images, default_timing_sides, measure_feature_costs
+    from polydom.costs.calibration import calibrate_fits
+    from polydom.costs.measure import choose_timing_images, default_timing_sides, measure_feature_costs
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import item_size, resolve_features
 

@@ -276,7 +276,7 @@ def guarded_cost(costs: Costs, features, size: float, guards: dict) -> float:
     """The smallest budget at which PolyDom's anytime walk targets ``features`` from scratch: the
     walk takes a set only when the budget covers its predicted cost plus room for the last feature
     started to take its guard's share, the largest ``(guard - 1) * cost`` among them
-    (``polydom.index.anytime``); with that room each feature's own check passes whatever the order."""
+    (``polydom.index.serving.anytime``); with that room each feature's own check passes whatever the order."""
     table = costs.table(size)
     if not features:
         return 0.0
@@ -378,7 +378,7 @@ def without_guards(clf):
     or None when its index has no guards to remove."""
     import copy
 
-    from polydom.classifier.serving import ServingPlanner
+    from polydom.serving.planner import ServingPlanner
 
     index = clf.index_
     if not hasattr(index, "cost_guards") or all(g == 1.0 for g in index.cost_guards()):
@@ -922,7 +922,7 @@ def main(argv=None) -> None:
                         help="PolyDom's serving guard, Serving(guard=...) (default: the library's)")
     parser.add_argument("--late-share", type=float, default=None, metavar="S",
                         help="serve PolyDom under a late-share budget S (e.g. 0.02), priced and adjusted over the "
-                             "answers as a server does (polydom.index.lateness); default none")
+                             "answers as a server does (polydom.index.serving.lateness); default none")
     parser.add_argument("--cegb-spread", choices=("full", "even"), default="full",
                         help="a feature's cost on each of its columns (full) or divided over them (even)")
     parser.add_argument("--tradeoffs", default=",".join(f"{t:g}" for t in DEFAULT_TRADEOFFS))
@@ -998,7 +998,7 @@ def settings(parser, args, defaults) -> tuple:
 def run(args, cache, log, features, sides, budgets) -> dict:
     from polydom.classifier.blackbox import default_learners
     from polydom.demo.evaluation import serve_grid
-    from polydom.index.lateness import LatePrice
+    from polydom.index.serving.lateness import LatePrice
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from lab.job import split_pictures

@@ -64,7 +64,7 @@ import numpy as np
 import scipy
 
 import polydom
-from polydom.index.planning import option_table, solve
+from polydom.index.serving.planning import option_table, solve
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
 from revision import source_of  # noqa: E402
@@ -172,7 +172,7 @@ def synthetic_report(args, gather, table, rows, stream) -> list[str]:
         f"Budget = fraction of what the most accurate set for every item would cost together. Times are "
         f"`plan_batch` wall time, medians (greedy over {max(args.runs, 5)} runs, milp over {args.runs}); both "
         f"include gathering the options ({gather * 1e3:.0f} ms of `options_at` calls, one per distinct size); "
-        f"the *solve* columns time `polydom.index.planning.solve` on the gathered options alone. milp runs at its "
+        f"the *solve* columns time `polydom.index.serving.planning.solve` on the gathered options alone. milp runs at its "
         f"default gap (`mip_rel_gap=1e-4`) with `time_limit={args.time_limit:g}`. "
         f"Accuracies are the plans' mean accuracy; *LP bound* is the relaxation's value (no plan does better); "
         f"*equal split* looks each item up with `total_budget / N`.",
@@ -425,7 +425,7 @@ def serve_account(clf, held: HeldOut, total: float) -> dict:
     """The held-out batch served as ``predict(images, total_budget=)`` serves it -- plan, serve each
     image with its planned budget, book the measured seconds, re-plan with the time left -- with
     the replayed clock in place of feature extraction."""
-    from polydom.classifier.batchaccount import BatchAccount
+    from polydom.serving.batchaccount import BatchAccount
 
     index = clf.planner_.index
     position = {name: j for j, name in enumerate(clf.index_.features)}  # the seconds' columns
@@ -456,7 +456,7 @@ def full_sets(clf, held: HeldOut, keys: np.ndarray) -> dict:
 
 def held_out_rows(clf, held: HeldOut, args) -> list[dict]:
     """Per total budget: the greedy plan, milp plan, plan with re-plans and the equal split, served."""
-    from polydom.classifier.batchaccount import served_options
+    from polydom.serving.batchaccount import served_options
     from polydom.demo.stats import accuracy, difference
 
     index = clf.planner_.index
@@ -662,7 +662,7 @@ def real_report(args, clf, held: HeldOut, info: dict, sweep, predicted, held_row
         f"else it stops and serves the computed prefix; it upgrades on time left) with a clock replaying its own "
         f"measured feature times (from the held-out extraction: one cold call per feature and image, wall clock), "
         f"and classified by the served set's model. *Greedy plan* / *milp plan*: each image gets the budget that "
-        f"gets its planned set served (the plans are over `polydom.classifier.batchaccount.served_options`, what serving "
+        f"gets its planned set served (the plans are over `polydom.serving.batchaccount.served_options`, what serving "
         f"delivers), served unguarded as the classifier serves a batch; no re-planning. *Re-planned*: "
         f"`BatchAccount`, as `predict(images, total_budget=)` runs it (plan, serve unguarded, book the measured "
         f"seconds, re-plan with the time left, calibrated by the measured slowdown). *Equal split*: every image "

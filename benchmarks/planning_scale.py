@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 import polydom
-from polydom.index.planning import option_table, plan_batch
+from polydom.index.serving.planning import option_table, plan_batch
 
 # Run as ``python -P``, a script's own folder is not on sys.path; ``lab`` is the package beside it.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -105,8 +105,8 @@ def load_before(commit: str) -> types.SimpleNamespace:
                               check=True).stdout
 
     modules = {}
-    for name, path in (("optiontable", "index/optiontable.py"), ("planning", "index/planning.py"),
-                       ("stream", "polydom/stream.py")):
+    for name, path in (("optiontable", "index/serving/optiontable.py"), ("planning", "index/serving/planning.py"),
+                       ("stream", "polydom/serving/stream.py")):
         text = source(path)
         # Relative imports of the modules loaded here go to their old versions; the rest to today's.
         for old in modules:

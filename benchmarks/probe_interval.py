@@ -1,6 +1,6 @@
 """How often serving guards should probe a feature they refuse, replayed on finished demo runs.
 
-A guard learned while serving (:mod:`polydom.index.servingguards`) that refuses a feature stops
+A guard learned while serving (:mod:`polydom.index.serving.guards`) that refuses a feature stops
 learning from it; after ``forget_after`` walks in its size band without a call of the feature the
 band probes it again. This script serves each run's saved PolyDom α=1 index on the run's
 recorded held-out times once per ``forget_after`` value (everything else equal, guards learned

@@ -19,10 +19,21 @@ def short_name(revision: str) -> str:
                           text=True).stdout.strip()
 
 
+#: Where modules lived before they moved into their concept's package (``index/serving/``,
+#: ``index/costs/``): a revision older than the move has them here.
+FORMER_PATHS = {"index/serving/anytime.py": "index/anytime.py", "index/serving/guards.py": "index/servingguards.py"}
+
+
 def module_at(revision: str, path: str):
     """The file ``path`` (relative to the repository root) as of ``revision``, imported under a
-    name of its own, so that it runs beside the working tree's version of the same module."""
-    source = subprocess.run(["git", "show", f"{revision}:{path}"], check=True, capture_output=True, text=True).stdout
+    name of its own, so that it runs beside the working tree's version of the same module. A
+    revision from before the module moved gives it from its former path."""
+    shown = subprocess.run(["git", "show", f"{revision}:{path}"], capture_output=True, text=True)
+    if shown.returncode != 0 and path in FORMER_PATHS:
+        path = FORMER_PATHS[path]
+        shown = subprocess.run(["git", "show", f"{revision}:{path}"], check=True, capture_output=True, text=True)
+    shown.check_returncode()
+    source = shown.stdout
     name = Path(path).stem + "_at_" + short_name(revision)
     file = Path(tempfile.mkdtemp()) / f"{name}.py"
     file.write_text(source)

@@ -5,7 +5,7 @@ takes longer than it did when the demo measured it. A real process has calls far
 curve (a pause, a cold cache), and a guard that then refuses a feature also stops learning from
 it. This serves held-out images of a finished ``benchmarks/backends.py`` run one after another with two
 classifiers loaded from its index: one learns its serving guards with the working tree's
-``polydom.index.servingguards``, the other with that module as of ``--against`` (the order of the
+``polydom.index.serving.guards``, the other with that module as of ``--against`` (the order of the
 two flips at random per image; features computed now, on this machine). Per seed and budget it
 prints the share of answers over budget, of answers that computed no feature, on-time accuracy
 (late answers count wrong) and the paired difference, each accuracy with its standard error.
@@ -45,7 +45,7 @@ def main(argv=None) -> None:
     dataset = run_arguments(args.out).dataset
     warnings.simplefilter("ignore")
     revision = short_name(args.against)
-    other = module_at(revision, "index/servingguards.py")
+    other = module_at(revision, "index/serving/guards.py")
     images, labels, _, test = load_run_split(args)
     lines = [
         f"# Serving guards served for real: working tree against {revision} ({dataset})",

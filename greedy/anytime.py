@@ -37,7 +37,7 @@ def walk_predicted(horners: Sequence[Sequence[float]], size: float, budget: floa
     spent = 0.0
     length = 0
     for h in horners:
-        c = 0.0  # polydom.index.poly.horner_scalar, inlined on the lookup path
+        c = 0.0  # polydom.index.costs.poly.horner_scalar, inlined on the lookup path
         for a in h:
             c = c * size + a
         if spent + c > budget:
@@ -95,7 +95,7 @@ def walk_measured(
     elapsed = 0.0
     length = 0
     for k, (name, h) in enumerate(zip(names, horners)):
-        c = 0.0  # polydom.index.poly.horner_scalar, inlined as in walk_predicted
+        c = 0.0  # polydom.index.costs.poly.horner_scalar, inlined as in walk_predicted
         for a in h:
             c = c * size + a
         if elapsed + (c * guards[k] if guards is not None else c) > budget:
@@ -121,7 +121,7 @@ class SequenceWalk:
         self.prefixes = prefixes
         self.cost = []
         for h in horners:
-            c = 0.0  # polydom.index.poly.horner_scalar, as in walk_predicted
+            c = 0.0  # polydom.index.costs.poly.horner_scalar, as in walk_predicted
             for a in h:
                 c = c * size + a
             self.cost.append(c)

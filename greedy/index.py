@@ -316,7 +316,7 @@ class GreedyIndex(CostSensitiveIndex):
             Apply the cost guards.
         serving_guards : ServingGuards, optional
             With ``guarded``: guards learned from earlier walks' measured times
-            (:mod:`polydom.index.servingguards`), which this walk's times then join.
+            (:mod:`polydom.index.serving.guards`), which this walk's times then join.
         cpu_clock : callable, optional
             The computing thread's CPU clock, read around each feature so that
             ``serving_guards`` learns its own cost apart from the machine's scheduling.
@@ -495,7 +495,7 @@ class GreedyIndex(CostSensitiveIndex):
     def option_sets(self) -> tuple[list[int], list[float]]:
         """The sets :meth:`options_at` lists at every size (each prefix of each sequence), mask
         ascending, with their accuracies; the planners gather many sizes' options from these
-        (:func:`polydom.index.optiontable.options_many`)."""
+        (:func:`polydom.index.serving.optiontable.options_many`)."""
         masks = sorted({m for s in dict.fromkeys(self.sequences) for m in prefix_masks(s)})
         return masks, [self.accuracy[m] for m in masks]
 

@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 
+from polydom.index.costs.poly import horner, horner_scalar
+
 from .build import index_from_expanded
 from .skyline import BUDGET_SLACK, PolyDomIndex, check_query
-from .poly import horner, horner_scalar
 from .values import Choice
 
 __all__ = ["PolyDomIndexAll", "NaiveLookup"]

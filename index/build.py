@@ -8,10 +8,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from polydom.index.costs.curve import CostCurve
+from polydom.index.serving.anytime import chain_order, chain_prefixes
 from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore
 
-from .anytime import chain_order, chain_prefixes
-from .costcurve import CostCurve
 from .ranking import check_scores, rank_scores, step_needs
 from .skyline import PolyDomIndex
 
@@ -122,13 +122,13 @@ def finish_candidates(index_of, screened: dict, recorder) -> dict:
 
 def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, unit_costs, finish=None,
                         requires=None) -> dict:
-    """Give every servable set a chain of trained prefixes (see :mod:`polydom.index.anytime`).
+    """Give every servable set a chain of trained prefixes (see :mod:`polydom.index.serving.anytime`).
 
     ``index_of(trained)`` builds the index over the trained sets; prefixes are trained through
     ``lattice_cache`` (so an expansion cache serves them too) and added to ``trained`` in place;
     with ``finish`` (a screening black box's :func:`finish_candidates` step) they are then
     trained fully, since anytime serving answers with their models. ``requires`` maps a feature's
-    index to the mask of the steps it needs (:func:`~polydom.index.anytime.chain_order`).
+    index to the mask of the steps it needs (:func:`~polydom.index.serving.anytime.chain_order`).
     A new prefix can itself become servable; it then inherits its chain's order. The loop ends
     because every round trains only sets it has not seen and there are finitely many.
 

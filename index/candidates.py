@@ -18,9 +18,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from polydom.index.costs.poly import RTOL, horner, le_everywhere_batch
 from polydom.lattice import canonical_key
-
-from .poly import RTOL, horner, le_everywhere_batch
 
 __all__ = ["rank_key", "candidate_set"]
 

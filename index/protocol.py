@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
 from abc import ABC, abstractmethod
+from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from polydom.index.costs.curve import CostCurve, format_curve, set_cost_matrix
+from polydom.index.costs.poly import horner_scalar
+
 from .base import StoredIndex
-from .costcurve import CostCurve, format_curve, set_cost_matrix
-from .errors import BackendError
-from .poly import horner_scalar
+from .errors import (
+    BackendError,
+    ExtrapolationWarning,  # noqa: F401 - defined with the package's errors
+)
 from .values import Choice
-from .errors import ExtrapolationWarning  # noqa: F401 - defined with the package's errors
 
 __all__ = ["CostSensitiveIndex", "ExtrapolationWarning", "EXTRAPOLATE_POLICIES", "BackendError", "check_backend"]
 
@@ -66,7 +69,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
 
     backend: str
     #: Which precomputed option tables batch and stream planning read
-    #: (:func:`polydom.index.optiontable.option_source`): ``"skyline"`` (the skylines per size
+    #: (:func:`polydom.index.serving.optiontable.option_source`): ``"skyline"`` (the skylines per size
     #: range), ``"fixed"`` (a fixed list of sets, :meth:`option_sets`), or None (none: planning
     #: asks :meth:`options_at` size by size).
     option_kind: str | None = None
@@ -108,7 +111,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
         The base rule looks up the set for ``(size, budget)`` and computes its features in index
         order; backends with an anytime rule override it. Every backend takes the same options:
         ``guarded=False`` ignores :meth:`cost_guards` when deciding to start a feature;
-        ``serving_guards`` (a :class:`~polydom.index.servingguards.ServingGuards`) supplies guards
+        ``serving_guards`` (a :class:`~polydom.index.serving.guards.ServingGuards`) supplies guards
         learned while serving and records the walk's times, ``cpu_clock`` the computing thread's
         CPU clock for it; ``late_price`` prices a late answer; ``speculate`` and
         ``stop_when_confident`` apply to backends with prefix chains and cascades. The base rule
@@ -136,7 +139,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
                      clock: Callable[[], float] = time.perf_counter, **options) -> tuple[Choice, list]:
         """:meth:`select`, with what happened: ``(choice, steps)``. The base rule reports each
         computed feature as ``("compute", name)``; anytime backends report their walk's decisions
-        too (:func:`polydom.index.anytime.serve_anytime`)."""
+        too (:func:`polydom.index.serving.anytime.serve_anytime`)."""
         computed: list[str] = []
 
         def recording(name, *deadline):
@@ -150,7 +153,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
     def cost_guards(self, size: float | None = None) -> tuple[float, ...]:
         """Per feature, in index order, the factor an anytime walk applies to the feature's
         predicted cost before starting it: ``params["cost_guard"]`` (set by the classifier from
-        measured / predicted times, see :mod:`polydom.classifier.calibration`), 1 for each without.
+        measured / predicted times, see :mod:`polydom.costs.calibration`), 1 for each without.
 
         A walk starts a feature only if the time used plus ``guard * predicted cost`` fits the
         budget, so it overruns only when the feature is slower than nearly all its measured
@@ -187,7 +190,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
 
     def walk_guards(self, size: float, guarded: bool = True, serving_guards=None) -> tuple[float, ...]:
         """The guards an anytime walk at ``size`` applies: those ``serving_guards`` learned (a
-        :class:`~polydom.index.servingguards.ServingGuards`), else :meth:`cost_guards`; 1 each
+        :class:`~polydom.index.serving.guards.ServingGuards`), else :meth:`cost_guards`; 1 each
         when not ``guarded``."""
         if not guarded:
             return (1.0,) * len(self.space)
@@ -210,7 +213,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
         """Per feature, in index order, the measured law of a serving call's time over its
         predicted cost: a tuple of ascending quantiles at evenly spaced levels from 0 to 1, or
         None for a feature without one (``params["cost_law"]``, set by the classifier from its
-        serving-like calls, :func:`polydom.classifier.calibration.cost_laws`). None when the
+        serving-like calls, :func:`polydom.costs.calibration.cost_laws`). None when the
         index has none. With ``size``, the laws at the nearest calibrated size
         (``params["cost_law_sizes"]``), that of the next larger one between two."""
         params = self.params
@@ -241,14 +244,16 @@ class CostSensitiveIndex(StoredIndex, ABC):
             The summed predicted cost of the plan is at most this.
         **options
             ``max_item_budget``, ``exact``, ``accuracy``, ``time_limit``, ``mip_rel_gap``: see
-            :func:`polydom.index.planning.plan_batch`.
+            :func:`polydom.index.serving.planning.plan_batch`.
 
         Returns
         -------
         BatchPlan
             ``choices`` (a ``Batch``, one row per item) and ``total_cost``.
         """
-        from .planning import plan_batch  # imported on use: the contract stays free of its planners
+        from polydom.index.serving.planning import (
+            plan_batch,  # imported on use: the contract stays free of its planners
+        )
 
         return plan_batch(self, sizes, total_budget, **options)
 
@@ -302,7 +307,7 @@ class CostSensitiveIndex(StoredIndex, ABC):
 
     def _curves_for(self, costs) -> tuple[CostCurve, ...]:
         """``costs`` as curves in index order, or one clear error naming a missing or extra feature."""
-        from .costcurve import as_cost_curve
+        from polydom.index.costs.curve import as_cost_curve
 
         if isinstance(costs, Mapping):
             missing = [n for n in self.space.names if n not in costs]

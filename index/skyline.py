@@ -8,7 +8,7 @@ Invariants (checked by :meth:`PolyDomIndex.check_invariants`):
   and whose accuracies are strictly increasing; its first entry costs 0 at every size (the
   empty set, or a zero-cost set at least as accurate), so every budget ``>= 0`` is answered.
 * Costs are never stored per range: a lookup evaluates them at the query size (trap T8).
-* ``ranked_prefixes`` is :func:`~polydom.index.anytime.ranked_prefixes` of the chains and the
+* ``ranked_prefixes`` is :func:`~polydom.index.serving.anytime.ranked_prefixes` of the chains and the
   trained accuracies (the anytime walk's table, derived once per index, never stored).
 """
 
@@ -23,13 +23,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from polydom.index.costs.curve import CostCurve, set_cost_matrix
+from polydom.index.costs.poly import horner_scalar
+from polydom.index.serving.anytime import check_chains, ranked_prefixes, serve_anytime
 from polydom.lattice import FeatureSpace
 
-from .anytime import check_chains, ranked_prefixes, serve_anytime
-from .cascade import Cascades
 from .candidates import candidate_set
-from .costcurve import CostCurve, set_cost_matrix
-from .poly import horner_scalar
+from .cascade import Cascades
 from .protocol import CostSensitiveIndex
 from .queries import Batch, bad_query, check_queries, check_query
 from .ranking import rank_scores, step_needs
@@ -240,20 +240,20 @@ class PolyDomIndex(CostSensitiveIndex):
         time used plus the feature's predicted cost must fit ``budget`` or the walk stops and the
         most accurate fully computed trained set is served; after each, a set clearly more
         accurate than the target whose uncomputed features now fit the time left becomes the
-        target. See :mod:`polydom.index.anytime`. Without chains (built with
+        target. See :mod:`polydom.index.serving.anytime`. Without chains (built with
         ``prefix_chains=False``) the base rule applies: look up, then compute. With
         ``stop_when_confident``, the cascade's thresholds may stop the walk at a prefix whose
         model is sure (``compute`` must then return each feature's vector). ``guarded=False``
         ignores the cost guards (:meth:`cost_guards`), as a batch sharing one total does: its
         items' overruns are booked and re-planned, not prevented one by one. ``serving_guards``
-        (a :class:`~polydom.index.servingguards.ServingGuards`) supplies guards learned from
+        (a :class:`~polydom.index.serving.guards.ServingGuards`) supplies guards learned from
         earlier walks and records this one's measured times. With ``speculate``, a feature the
         guards refuse is still started where its predicted cost fits, as
         ``compute(name, deadline)``, which must raise
-        :class:`~polydom.index.anytime.FeatureTimeout` once ``clock()`` passes ``deadline``
-        (see :mod:`polydom.index.anytime`). ``cpu_clock`` (the computing thread's CPU clock) lets
+        :class:`~polydom.index.serving.anytime.FeatureTimeout` once ``clock()`` passes ``deadline``
+        (see :mod:`polydom.index.serving.anytime`). ``cpu_clock`` (the computing thread's CPU clock) lets
         ``serving_guards`` learn each feature's own cost apart from the machine's scheduling.
-        ``late_price`` (a :class:`~polydom.index.lateness.LatePrice`) prices a late answer, for a
+        ``late_price`` (a :class:`~polydom.index.serving.lateness.LatePrice`) prices a late answer, for a
         late-share budget.
 
         Returns

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 
+from polydom.index.costs.curve import CostCurve
 from polydom.lattice import FeatureSpace
 
 from .cascade import Cascades, Committee
-from .costcurve import CostCurve
 from .state import IndexState, check_std_errors, optional_column, read_optional_column
 from .state import stored_array as _array
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .poly import RTOL, difference, horner, effective_degree, exact_sign, leading_sign, real_roots
+from polydom.index.costs.poly import RTOL, difference, effective_degree, exact_sign, horner, leading_sign, real_roots
+
 from .errors import TheoremViolation  # noqa: F401 - defined with the package's errors
 
 __all__ = ["PairCrossings", "SweepResult", "TheoremViolation", "check_against_brute_force", "sweep", "skyline_of"]

@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "build": ("polydom.api", "build"),
     "naive_expand_all": ("polydom.api", "naive_expand_all"),
-    "CostCurve": ("polydom.index.costcurve", "CostCurve"),
+    "CostCurve": ("polydom.index.costs.curve", "CostCurve"),
     "Choice": ("polydom.index.values", "Choice"),
     "Expansion": ("polydom.index.values", "Expansion"),
     "PolyDomIndex": ("polydom.index.skyline", "PolyDomIndex"),
@@ -52,7 +52,7 @@ _EXPORTS = {
     "build_progressive": ("polydom.progressive", "build_progressive"),
     "load": ("polydom.loading", "load"),
     "CostSensitiveClassifier": ("polydom.classifier.estimator", "CostSensitiveClassifier"),
-    "StreamBudget": ("polydom.stream", "StreamBudget"),
+    "StreamBudget": ("polydom.serving.stream", "StreamBudget"),
     "Explanation": ("polydom.classifier.estimator", "Explanation"),
     "ClassifierStateError": ("polydom.classifier.classifier_state", "ClassifierStateError"),
     "StoreError": ("polydom.index.store", "StoreError"),

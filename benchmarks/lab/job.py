@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.base import clone
 
 from polydom.classifier.policies import Timing
-from polydom.classifier.serving import ServingPlanner
+from polydom.serving.planner import ServingPlanner
 from polydom.demo.data import load_split, split_pictures
 
 from .settings import (
@@ -66,7 +66,7 @@ def with_scores(clf, scores: str):
 def _reswept(clf, explored: dict, params: dict, measured: dict | None = None, stats: dict | None = None):
     """``clf`` with its index swept again over ``explored`` (mask -> score) with ``params`` (and
     ``stats``) changed."""
-    from polydom.classifier.serving import ServingPlanner
+    from polydom.serving.planner import ServingPlanner
 
     old = clf.index_
     index = type(old).from_trained(
@@ -87,7 +87,7 @@ def _reswept(clf, explored: dict, params: dict, measured: dict | None = None, st
 def with_speculation(clf):
     """``clf`` walked trying features past their guards (``speculate=True``), with serving guards
     of its own, so that neither walk learns from the other's calls."""
-    from polydom.classifier.serving import ServingPlanner
+    from polydom.serving.planner import ServingPlanner
 
     out = copy.copy(clf)
     out.serving = clone(clf._policies()[3]).set_params(speculate=True)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from polydom.index.anytime import chain_prefixes
-from polydom.index.cascade import Cascades, Committee, fit_thresholds, fit_to_target
-from polydom.index.costcurve import set_cost_matrix
-from polydom.index.poly import horner
 from polydom.classifier.lean import linear_proba_arrays
+from polydom.index.cascade import Cascades, Committee, fit_thresholds, fit_to_target
+from polydom.index.costs.curve import set_cost_matrix
+from polydom.index.costs.poly import horner
+from polydom.index.serving.anytime import chain_prefixes
 
 __all__ = ["CASCADE_FOLDS", "train_cascades"]
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polydom.costs.decode import DECODE
+from polydom.costs.measure import CostFit
 from polydom.featurizers.provenance import FeatureSource, load_features, source_of
 
-from .costs import CostFit
-from .decodecost import DECODE
 from ..errors import PolydomError
 from .errors import ClassifierStateError, UnloadableFeatureWarning  # noqa: F401 - defined with the package's errors
 
@@ -226,7 +226,7 @@ class ClassifierMetadata:
         states saved before it was kept (features are then looked up by name).
     decode_fit : dict or None
         :meth:`CostFit.to_json` of the decode step's cost, where the training images came
-        encoded (:func:`~polydom.classifier.decodecost.fit_decode_cost`).
+        encoded (:func:`~polydom.costs.decode.fit_decode_cost`).
     """
 
     params: dict
@@ -395,11 +395,11 @@ class ClassifierMetadata:
         return load_features([FeatureSource.from_json(d) for d in self.feature_sources], feature_modules, steps)
 
     def serving_state(self, source, view, where, feature_modules=()):
-        """The :class:`~polydom.classifier.servingstate.ServingState` of this metadata's version: ``view``
+        """The :class:`~polydom.serving.state.ServingState` of this metadata's version: ``view``
         (``source``'s version, whose params hold this metadata), its feature order and columns,
         ``classes_``, cost fits and a new planner over ``view``; custom features imported from the
         modules ``feature_modules`` trusts (:meth:`features`)."""
-        from .servingstate import ServingState
+        from polydom.serving.state import ServingState
 
         store = view._store
         return ServingState.build(
@@ -437,7 +437,7 @@ def save_classifier(clf, path, **options) -> str:
     The metadata rides in the index's JSON params: covered by the stored checksum and published
     in the same atomic step as the index and its models. So every version a classifier saves
     carries its own feature order, columns and classes, and a classifier that adopts it
-    (:func:`polydom.classifier.servingstate.follow`) rebuilds its serving state from it.
+    (:func:`polydom.serving.state.follow`) rebuilds its serving state from it.
     """
     import os
 
@@ -491,9 +491,9 @@ def load_classifier(cls, path, trusted=None, feature_modules=()):
         As :func:`polydom.load`, or a stored model refused (untrusted types, bad checksum).
     """
     import polydom
+    from polydom.serving.state import view_of
 
     from .classifier_params import CONSTRAINTS, check_params
-    from .servingstate import view_of
 
     index = polydom.load(path, trusted=trusted)
     meta, state = state_from_version(index, view_of(index), path, tuple(feature_modules))

@@ -2,7 +2,7 @@
 
 ``fit`` times the features, trains one model per explored feature set and builds an index
 (:mod:`polydom.classifier.pipeline`); ``predict`` computes, per image, only the features of the most
-accurate set that fits its budget (:mod:`polydom.classifier.serving`); ``save`` and ``load`` keep the
+accurate set that fits its budget (:mod:`polydom.serving.planner`); ``save`` and ``load`` keep the
 classifier's own state inside its index (:mod:`polydom.classifier.classifier_state`).
 """
 
@@ -14,21 +14,21 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from polydom.costs.calibration import carry_calibration
+from polydom.costs.decode import MIN_DECODE_SAMPLES, fit_decode_cost, sample_decode_times
+from polydom.costs.measure import measure_feature_costs
 from polydom.errors import InputError
 from polydom.featurizers.provenance import normalize_modules
+from polydom.serving.batch import BatchServer
+from polydom.serving.planner import Explanation
+from polydom.serving.state import Refusal, ServingState, follow, view_of
 
-from .batchserving import BatchServer
-from .calibration import carry_calibration
 from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import ClassifierStateError, load_classifier, save_classifier, state_from_version
 from .constraints import Integer, check_param
-from .costs import measure_feature_costs
-from .decodecost import MIN_DECODE_SAMPLES, fit_decode_cost, sample_decode_times
 from .inputs import as_image_list, check_budgets, check_errors, check_groups, check_images, check_labels
 from .pipeline import FitSettings, run_fit
 from .policies import Cascade, Selection, Serving, Timing
-from .serving import Explanation
-from .servingstate import Refusal, ServingState, follow, view_of
 
 __all__ = ["CostSensitiveClassifier", "Explanation"]
 
@@ -97,7 +97,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         included), ``trained`` (in this fit) and ``reused`` (from the cache); ``features_cached``.
         How many sets of the lattice were trained fully, partly (screened only) or not at all is
         in ``index_.stats`` (``fully_trained``, ``partly_trained``, ``not_trained``).
-    planner_ : polydom.classifier.serving.ServingPlanner
+    planner_ : polydom.serving.planner.ServingPlanner
         Serves images from the version of ``index_`` served (per set: its features, model and
         lean predictor), with the guards serving learns.
     path_, version_ : str
@@ -106,7 +106,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     Notes
     -----
     *One version per request.* Every fitted attribute but ``index_`` is read from one immutable
-    :class:`~polydom.classifier.servingstate.ServingState` -- the version served, its feature order and
+    :class:`~polydom.serving.state.ServingState` -- the version served, its feature order and
     columns, ``classes_``, cost fits, the planner with its plans, learned guards and cascades --
     which a fit, :meth:`load`, :meth:`recost` or a refresh replaces whole, in one assignment.
     ``predict``, ``predict_proba``, ``explain`` and ``score`` read it once at their start, so
@@ -304,7 +304,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
 
     def _state(self) -> ServingState:
         """The serving state every request reads once: the current one, rebuilt first if the
-        index moved to a new version (:func:`polydom.classifier.servingstate.follow`).
+        index moved to a new version (:func:`polydom.serving.state.follow`).
 
         Raises
         ------
@@ -419,11 +419,11 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         return state, BatchServer(state.planner), images, total_budget, {}
 
     def server(self):
-        """A :class:`~polydom.classifier.serving.Server` for this classifier's version: it serves as
+        """A :class:`~polydom.serving.planner.Server` for this classifier's version: it serves as
         :meth:`predict` does and learns each feature's guard from the requests it serves
         (``serving`` group's ``learn_guards``). The classifier itself never changes by predicting.
         """
-        from .serving import Server, ServingPlanner
+        from polydom.serving.planner import Server, ServingPlanner
 
         state = self._state()
         serving = self._policies()[3]
@@ -445,7 +445,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         total_budget : float, optional
             Seconds for the whole batch instead (not with ``budget``; the ``budget`` parameter
             does not apply): planned before any feature is computed, then re-planned with the time
-            left as images are served (:mod:`polydom.classifier.batchserving`).
+            left as images are served (:mod:`polydom.serving.batch`).
 
         Returns
         -------
@@ -467,7 +467,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
     def explain(self, images, budget=None, *, total_budget=None, errors="raise") -> list[Explanation]:
         """Predict as :meth:`predict` does; per image, an :class:`Explanation` of what was computed
         and how long it took. With ``total_budget``, a list that also carries the batch's realised
-        spend (``.summary``, a :class:`~polydom.classifier.batchserving.BatchSpend`) and its first ``.plan``.
+        spend (``.summary``, a :class:`~polydom.serving.batch.BatchSpend`) and its first ``.plan``.
 
         ``errors="return"`` serves a batch with bad items in it: a bad item's entry is the
         :class:`~polydom.PolydomError` it raised (naming the item), every good item is answered.

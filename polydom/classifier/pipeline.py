@@ -2,7 +2,7 @@
 
 1. **Extract** every feature of every training image once (:func:`polydom.classifier.extraction.extract_features`).
 2. **Time** the features on this machine across sizes and fit one cost curve per feature
-   (:func:`polydom.classifier.costs.measure_feature_costs`).
+   (:func:`polydom.costs.measure.measure_feature_costs`).
 3. **Learn**: the cross-validated black box over the feature matrix
    (:class:`polydom.classifier.blackbox.FeatureSetLearner`), on folds shared by every set.
 4. **Build** the index with :func:`polydom.build`; sets already in the expansion cache are not
@@ -31,10 +31,7 @@ from typing import Any
 import numpy as np
 
 from polydom.backends import backend_spec
-from polydom.featurizers import Feature, default_features, item_size, resolve_features, with_steps
-from polydom.lattice.featureset import MAX_FEATURES
-
-from .calibration import (
+from polydom.costs.calibration import (
     CALIBRATION_IMAGES,
     DEFAULT_GUARD_QUANTILE,
     calibrate_fits,
@@ -42,7 +39,10 @@ from .calibration import (
     law_table,
     serving_sample,
 )
-from .costs import TIMING_SHARE, CostFit, bin_sizes, costs_from_extraction, plan_timing
+from polydom.costs.measure import TIMING_SHARE, CostFit, bin_sizes, costs_from_extraction, plan_timing
+from polydom.featurizers import Feature, default_features, item_size, resolve_features, with_steps
+from polydom.lattice.featureset import MAX_FEATURES
+
 from .progress import ProgressLog
 
 __all__ = ["FitSettings", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
@@ -342,9 +342,9 @@ def _measure_costs(images, sizes, matrix, items, s: FitSettings, say) -> dict[st
     """The timing pass: cost curves from the extraction's own calls, plus what they lack.
 
     Sequential calls are the samples (a parallel extraction's calls shared the machine: a
-    sample of images is computed again one by one, :func:`polydom.classifier.calibration.serving_sample`).
+    sample of images is computed again one by one, :func:`polydom.costs.calibration.serving_sample`).
     Sizes the training images lack are timed on resized copies within what is left of
-    :data:`~polydom.classifier.costs.TIMING_SHARE` of the extraction's compute time (all of
+    :data:`~polydom.costs.measure.TIMING_SHARE` of the extraction's compute time (all of
     ``timing_sides`` when the caller named them); then the curves are calibrated. ``items`` are
     the matrix's: the steps the features share, then the features.
     """
@@ -421,7 +421,7 @@ def _measured_range(fits: dict) -> tuple[float, float]:
 
 
 def _timed_sides(fits: dict) -> tuple[int, ...]:
-    """The square sides equivalent to the sizes the curves rest on (binned, :func:`polydom.classifier.costs.bin_sizes`)."""
+    """The square sides equivalent to the sizes the curves rest on (binned, :func:`polydom.costs.measure.bin_sizes`)."""
     sizes = np.unique(np.concatenate([bin_sizes(fit.sizes) for fit in fits.values()]))
     return tuple(sorted({int(round(float(np.sqrt(n)))) for n in sizes}))
 

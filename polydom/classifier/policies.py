@@ -147,7 +147,7 @@ class Timing(Policy):
         Degree of the cost polynomials (non-decreasing where the index serves).
     calibrate : bool, default True
         Raise each curve by the overhead a request pays on top of its CPU time (wall clock),
-        measured on the training extraction (:mod:`polydom.classifier.calibration`).
+        measured on the training extraction (:mod:`polydom.costs.calibration`).
     sides : sequence of int, optional
         Square sides to time the features at, on resized copies of the largest training images,
         beside the training extraction's own calls. ``None``: only the sides the training images
@@ -246,7 +246,7 @@ class Serving(Policy):
         A late-share budget for a :meth:`~polydom.CostSensitiveClassifier.server`: the share of
         answers that may come late (0.02: a service level of 2%). The server prices lateness and
         adjusts the price from the answers it serves, per size and budget band, so that the late
-        share tends to this (:mod:`polydom.index.lateness`). None: no budget, only the walk's
+        share tends to this (:mod:`polydom.index.serving.lateness`). None: no budget, only the walk's
         own weighing. The classifier's own ``predict`` learns nothing, so it does not apply there.
     learn_guards : bool, default True
         Let a :meth:`~polydom.CostSensitiveClassifier.server` learn each feature's cost law from

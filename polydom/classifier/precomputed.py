@@ -78,7 +78,7 @@ def fit_features(
         Labels.
     costs : mapping of str to cost curve
         Each feature's cost as a polynomial in the item size (see :func:`polydom.build`), e.g.
-        fitted from your own timings with :func:`polydom.index.fitting.fit_cost_curve`.
+        fitted from your own timings with :func:`polydom.index.costs.fitting.fit_cost_curve`.
     groups : array of shape (n_items,), optional
         Items of one group (renderings of one picture) stay in one fold.
     learners : classifier, list, or None

@@ -1,6 +1,6 @@
 """``polydom plan PATH --sizes FILE --total-budget S``: one set per item of a batch sharing a total budget.
 
-Plans the batch with ``index.plan_batch`` (:mod:`polydom.index.planning`), prints a summary --
+Plans the batch with ``index.plan_batch`` (:mod:`polydom.index.serving.planning`), prints a summary --
 mean accuracy and predicted spend of the plan, against an equal split of the same total -- and
 with ``--out`` writes each item's choice as CSV or JSON. The equal split gives every item the
 most accurate of the same options costing at most ``total / N``: the plan chooses among the
@@ -21,9 +21,8 @@ import sys
 
 import numpy as np
 
-
-from .text import dumps, jsonable_float, number
 from .errors import SizesError  # noqa: F401 - defined with the package's errors
+from .text import dumps, jsonable_float, number
 
 __all__ = ["configure", "run", "read_sizes", "plan_rows", "summarize", "seconds", "table_file", "FIELDS"]
 
@@ -149,7 +148,7 @@ def summarize(index, sizes, plan, max_item_budget=None) -> dict:
     The equal split gives each item the most accurate of its options (under ``max_item_budget``)
     costing at most ``total_budget / N``, the cheapest among equals.
     """
-    from polydom.index.planning import option_table
+    from polydom.index.serving.planning import option_table
 
     n = len(sizes)
     share = plan.total_budget / n if max_item_budget is None else min(plan.total_budget / n, max_item_budget)

@@ -15,11 +15,11 @@ next to the same prediction through scikit-learn.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
 from collections.abc import Sequence
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,8 +86,7 @@ def _replayed_select(index, positions: dict, seconds: np.ndarray, size: float, b
     the clock standing at the deadline. With ``cpu_seconds`` (the same calls' CPU times) a replayed
     CPU clock advances with them, as serving's thread clock does."""
     from polydom.index.protocol import CostSensitiveIndex
-
-    from polydom.index.anytime import FeatureTimeout
+    from polydom.index.serving.anytime import FeatureTimeout
 
     now = [0.0]
     cpu_now = [0.0]
@@ -140,11 +139,11 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         would report them.
     decode_seconds : ndarray of shape (n_items,), optional
         Each item came encoded and took this long to decode. Replayed as serving decodes
-        (:meth:`~polydom.classifier.serving.ServingPlanner.serve`): only where the planner's
+        (:meth:`~polydom.serving.planner.ServingPlanner.serve`): only where the planner's
         guarded decode curve fits the budget, the walk getting what the decode leaves, the
         decode counted in the measured time; otherwise nothing is computed.
     late_price : LatePrice, optional
-        A late-share budget (:class:`~polydom.index.lateness.LatePrice`), priced and adjusted
+        A late-share budget (:class:`~polydom.index.serving.lateness.LatePrice`), priced and adjusted
         over the replayed answers as a server's is over real ones.
 
     Returns
@@ -169,7 +168,7 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
     # The index's items in its order (the steps its features share, then the features): the
     # order in which extract_features lays out the seconds of the same features.
     positions = {name: j for j, name in enumerate(planner.index.features)}
-    from polydom.classifier.decodecost import decode_fits
+    from polydom.costs.decode import decode_fits
 
     decode = getattr(planner, "decode", None)
     # A server's late-share budget, unless the caller gives one of its own.

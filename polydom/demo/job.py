@@ -10,7 +10,7 @@
    at a time; each (image, budget) is then served by the index's own ``select`` on a clock
    replaying those times. An answer whose replayed time exceeds its budget counts as wrong.
 5. **Serve, for real.** Some held-out images per size range are served again at every budget
-   with their features computed now (:meth:`Server.explain <polydom.classifier.serving.Server.explain>`).
+   with their features computed now (:meth:`Server.explain <polydom.serving.planner.Server.explain>`).
 6. **Report** (:mod:`polydom.demo.report`): a recommendation, then the evidence.
 """
 
@@ -259,7 +259,7 @@ def _decoded(items) -> tuple[list, np.ndarray]:
 
 class _Replayable:
     """What :func:`~polydom.demo.evaluation.serve_grid` reads of a classifier, with the planner of
-    a :class:`~polydom.classifier.serving.Server`: the grid learns guards as that server would."""
+    a :class:`~polydom.serving.planner.Server`: the grid learns guards as that server would."""
 
     def __init__(self, clf, planner):
         self.planner_, self.feature_columns_, self.feature_names_ = planner, clf.feature_columns_, clf.feature_names_

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import polydom
-from polydom.index.anytime import serve_anytime
+from polydom.index.serving.anytime import serve_anytime
 
 PEERS = runpy.run_path(str(Path(__file__).resolve().parents[2] / "benchmarks" / "peers.py"))
 

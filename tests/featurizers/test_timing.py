@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from skimage import data
 
-from polydom.classifier.costs import warn_if_contended
+from polydom.costs.measure import warn_if_contended
 from polydom.featurizers import Feature, MIN_SIDE, get_feature, measure_costs, resize_square
 from polydom.featurizers.timing import CostMeasurements, CostMeasurementWarning, CostSamples, check_timing
-from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
+from polydom.index.costs.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import polydom
 from polydom.greedy.anytime import walk_measured
-from polydom.index.anytime import (FeatureTimeout, _best_computed, _best_with_room, _Need, chain_prefixes, ranked_prefixes,
+from polydom.index.serving.anytime import (FeatureTimeout, _best_computed, _best_with_room, _Need, chain_prefixes, ranked_prefixes,
                                    serve_anytime)
 
 # Three features; costs are constants (seconds) so the clock is easy to script.
@@ -374,7 +374,7 @@ def test_the_greedy_walk_applies_each_features_guard():
 
 
 def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_fits(any_index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     slow = any_index.space.names.index("slow")
@@ -406,7 +406,7 @@ def test_serving_guards_learn_a_slower_machine_and_stop_starting_what_no_longer_
 
 @pytest.mark.parametrize("after", ["recovered", "still slow", "never probed"])
 def test_a_band_probes_a_guard_that_stopped_its_feature(any_index, after):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4,
                           forget_after=None if after == "never probed" else 128)
@@ -437,7 +437,7 @@ def test_a_band_probes_a_guard_that_stopped_its_feature(any_index, after):
 
 
 def test_a_band_does_not_probe_a_learned_guard_below_the_index(any_index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     ix = guarded(any_index, slow=1.5)  # the fit saw slow's calls spread; this machine does not
     learn = ServingGuards(ix, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4, forget_after=128)
@@ -458,7 +458,7 @@ def test_a_band_does_not_probe_a_learned_guard_below_the_index(any_index):
 
 
 def test_a_probe_never_raises_a_guard(any_index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     # Two sizes of one band, whose index guards for slow lie either side of what it learns.
     ix = by_size(any_index, {1.0: {"slow": 1.2}, 1.15: {"slow": 2.0}})
@@ -503,7 +503,7 @@ def test_a_probe_never_raises_a_guard(any_index):
 
 
 def test_a_forgotten_guard_stays_capped_when_nothing_else_is_learned(any_index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     ix = by_size(any_index, {1.0: {"slow": 1.2}, 1.15: {"slow": 2.0}})
     learn = ServingGuards(ix, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4, forget_after=128)
@@ -519,7 +519,7 @@ def test_a_forgotten_guard_stays_capped_when_nothing_else_is_learned(any_index):
 
 
 def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     learn = ServingGuards(any_index, quantile=0.98, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     names = any_index.space.names
@@ -544,7 +544,7 @@ def test_a_feature_not_yet_seen_in_a_band_takes_the_bands_pooled_guard(any_index
 
 
 def test_a_snapshot_of_serving_guards_starts_equal_and_learns_apart(any_index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     learn = ServingGuards(any_index, window=64, min_calls=8, pool_min_calls=8, refresh=4)
     slow = any_index.space.names.index("slow")
@@ -560,7 +560,7 @@ def test_a_snapshot_of_serving_guards_starts_equal_and_learns_apart(any_index):
 
 
 def test_serving_guards_refuse_bad_settings(any_index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     with pytest.raises(ValueError, match="quantile"):
         ServingGuards(any_index, quantile=0.2)
@@ -584,7 +584,7 @@ class DeadlineClock(ScriptedClock):
 
 
 def test_a_feature_the_guard_refuses_is_tried_with_a_deadline_and_never_answers_late(index):
-    from polydom.index.servingguards import ServingGuards
+    from polydom.index.serving.guards import ServingGuards
 
     ix = guarded(index, cheap=2.0)  # cheap (1 s) needs 2 s with its guard; budget 1.5 refuses it
     plain = DeadlineClock({"cheap": 1.2, "mid": 2.0, "slow": 4.0})
@@ -632,7 +632,7 @@ def law_between(low, high):
 
 
 def test_law_chance_reads_the_quantiles_and_interpolates():
-    from polydom.index.anytime import law_chance
+    from polydom.index.serving.anytime import law_chance
 
     law = law_between(0.5, 1.5)
     assert law_chance(law, 0.4) == 0.0 and law_chance(law, 1.5) == 1.0 and law_chance(law, 9.0) == 1.0
@@ -669,7 +669,7 @@ def test_without_a_cap_a_start_not_worth_its_risk_is_refused():
 def test_a_late_price_refuses_a_start_the_plain_rule_takes():
     """A price of lateness charges the start's chance to run late: at price 0 the slow start pays
     (0.75 * 0.85 > 0.6); at a price of 1 it does not (0.64 - 0.25 < 0.6)."""
-    from polydom.index.lateness import LatePrice
+    from polydom.index.serving.lateness import LatePrice
 
     ix = with_laws(polydom.build(COSTS, acc, e=0.0, tolerance=0.0),
                    {"slow": law_between(0.6, 1.2), "cheap": law_between(0.9, 1.1), "mid": law_between(0.9, 1.1)})
@@ -688,7 +688,7 @@ def test_a_late_price_holds_the_late_share_near_its_budget():
     """A stream of walks whose slow feature runs late one time in four when started: the plain rule
     starts it every time (25% late); with a 2% budget the price climbs until the walk starts it
     rarely, and the late share over the stream stays near the budget."""
-    from polydom.index.lateness import LatePrice
+    from polydom.index.serving.lateness import LatePrice
 
     ix = with_laws(polydom.build(COSTS, acc, e=0.0, tolerance=0.0),
                    {"slow": law_between(0.6, 1.2), "cheap": law_between(0.9, 1.1), "mid": law_between(0.9, 1.1)})
@@ -710,7 +710,7 @@ def test_a_late_price_holds_the_late_share_near_its_budget():
 
 
 def test_the_walk_prepares_an_index_once_and_again_when_its_params_change(index):
-    from polydom.index.anytime import prepared
+    from polydom.index.serving.anytime import prepared
 
     ix = copy.copy(index)
     ix.__dict__.pop("_walk_prepared", None)
@@ -726,7 +726,7 @@ def test_the_walk_prepares_an_index_once_and_again_when_its_params_change(index)
 def test_adding_one_feature_finds_the_best_computed_prefix_as_the_full_scan_does(seed):
     """The walk asks, after each feature it adds, for the best computed prefix: looking only at the
     prefixes that hold the new feature (by scan or by subset look-up) answers as the full scan."""
-    from polydom.index.anytime import _best_computed_adding, _Prepared
+    from polydom.index.serving.anytime import _best_computed_adding, _Prepared
 
     rng = random.Random(seed)
     k = rng.randint(1, 7)

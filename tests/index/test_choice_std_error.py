@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom.stream import StreamBudget
+from polydom.serving.stream import StreamBudget
 
 COSTS = {"a": [1.0], "b": [2.0, 0.01], "c": [3.0]}
 SIZES = (1.0, 50.0, 100.0)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size, shape_range
+from polydom.index.costs.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size, shape_range
 
 
 def _power_sum(coefficients, sizes):

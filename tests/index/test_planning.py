@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import polydom
-from polydom.index import planning
-from polydom.index.planning import BatchPlan, option_table, plan_batch, upper_hull
+from polydom.index.serving import planning
+from polydom.index.serving.planning import BatchPlan, option_table, plan_batch, upper_hull
 from polydom.index.protocol import ExtrapolationWarning
 from polydom.index.queries import Batch
 from polydom.index.values import Choice

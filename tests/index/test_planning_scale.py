@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom.classifier import batchaccount
-from polydom.index import optiontable, planning
-from polydom.index.optiontable import OptionTable, option_source, option_table, options_many, options_per_size
-from polydom.index.planning import plan_batch
+from polydom.serving import batchaccount
+from polydom.index.serving import optiontable, planning
+from polydom.index.serving.optiontable import OptionTable, option_source, option_table, options_many, options_per_size
+from polydom.index.serving.planning import plan_batch
 from polydom.index.queries import Batch
 
 BACKENDS = [{}, {"tolerance": 0.01}, {"backend": "greedy", "n0": 30.0}, {"backend": "greedy-cost", "n0": 80.0}]
@@ -291,7 +291,7 @@ def _old_choose_many(stream, sizes):
     rows = np.arange(len(table))[:, None]
     hull_cost, hull_acc, hull_mask = (table.costs[rows, positions], table.accuracy[rows, positions],
                                       table.masks[rows, positions])
-    cheap, dear = polydom.stream._positions(slope, stream.price_)
+    cheap, dear = polydom.serving.stream._positions(slope, stream.price_)
     rows = np.arange(len(table))
     cost, acc, key = hull_cost[rows, cheap], hull_acc[rows, cheap], hull_mask[rows, cheap]
     extra = np.where(dear > cheap, hull_cost[rows, dear] - cost, 0.0)

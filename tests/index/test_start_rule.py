@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom.index.servingguards import TAIL_ROOM, ServingGuards, robust_guard, upper_quantile
+from polydom.index.serving.guards import TAIL_ROOM, ServingGuards, robust_guard, upper_quantile
 
 
 class JitterClock:

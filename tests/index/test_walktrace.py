@@ -1,4 +1,4 @@
-"""Traced walks (polydom.index.walktrace) serve exactly what full walks serve, on random clocks."""
+"""Traced walks (polydom.index.serving.walktrace) serve exactly what full walks serve, on random clocks."""
 
 import copy
 import random
@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import polydom
-from polydom.index.anytime import serve_anytime
-from polydom.index.lateness import LatePrice
-from polydom.index.walkprep import prepared
-from polydom.index.walktrace import MAX_NODES, Node, edge
+from polydom.index.serving.anytime import serve_anytime
+from polydom.index.serving.lateness import LatePrice
+from polydom.index.serving.walkprep import prepared
+from polydom.index.serving.walktrace import MAX_NODES, Node, edge
 
 
 class Clock:

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 import polydom
-import polydom.classifier.batchaccount
-from polydom.classifier.batchaccount import BatchAccount, BatchSpend, served_options, spread_order
-from polydom.classifier.batchserving import BatchServer
-from polydom.index.planning import option_table
+import polydom.serving.batchaccount
+from polydom.serving.batchaccount import BatchAccount, BatchSpend, served_options, spread_order
+from polydom.serving.batch import BatchServer
+from polydom.index.serving.planning import option_table
 from polydom.featurizers import REGISTRY, Feature
 from polydom.featurizers.datasets import load_digits_images
-from polydom.classifier.serving import ServingPlanner
+from polydom.serving.planner import ServingPlanner
 
 SIDES = (16, 24, 32)
 NAMES = ["intensity_hist", "thumbnail", "edge_density"]
@@ -114,14 +114,14 @@ def test_the_batch_is_planned_before_any_feature_is_computed(fitted, digits, mon
     images = digits[0][:30]
     index = fitted.index_
     seen = []
-    real = polydom.classifier.batchaccount.solve_table
+    real = polydom.serving.batchaccount.solve_table
 
     def spy(table, total_budget, **options):
         seen.append((sorted(table.sizes.tolist()), total_budget, sum(c.calls for c in counters(fitted).values())))
         return real(table, total_budget, **options)
 
     total = 0.5 * full_cost(fitted, images)
-    monkeypatch.setattr(polydom.classifier.batchaccount, "solve_table", spy)
+    monkeypatch.setattr(polydom.serving.batchaccount, "solve_table", spy)
     for c in counters(fitted).values():
         c.calls = 0
     explanations = fitted.explain(images, total_budget=total)
@@ -141,7 +141,7 @@ def test_the_batch_is_planned_before_any_feature_is_computed(fitted, digits, mon
 
 def test_an_invalid_image_is_named_before_planning(fitted, digits, monkeypatch):
     images = list(digits[0][:4]) + [np.zeros((3, 3), dtype=np.uint8)]
-    monkeypatch.setattr(polydom.classifier.batchaccount, "solve_table", lambda *a, **k: pytest.fail("planned an invalid batch"))
+    monkeypatch.setattr(polydom.serving.batchaccount, "solve_table", lambda *a, **k: pytest.fail("planned an invalid batch"))
     with pytest.raises(ValueError, match="4"):
         fitted.predict(images, total_budget=1.0)
 
@@ -325,7 +325,7 @@ def test_not_fitted_is_refused_with_a_total():
 def test_docstring_examples_run():
     import doctest
 
-    assert doctest.testmod(polydom.classifier.batchaccount).failed == 0
+    assert doctest.testmod(polydom.serving.batchaccount).failed == 0
 
 
 def test_spread_order_is_a_permutation_spread_along_the_batch():

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from polydom.classifier.calibration import GUARD_CALLS_PER_SIZE, calibrate_fit, carry_calibration, guard_table
-from polydom.classifier.costs import CostFit
-from polydom.index.costcurve import CostCurve
-from polydom.index.fitting import evaluate_cost_curve
+from polydom.costs.calibration import GUARD_CALLS_PER_SIZE, calibrate_fit, carry_calibration, guard_table
+from polydom.costs.measure import CostFit
+from polydom.index.costs.curve import CostCurve
+from polydom.index.costs.fitting import evaluate_cost_curve
 
 
 def timing_fit(coefficients=(1e-4, 2e-8)):
@@ -108,7 +108,7 @@ def test_with_cpu_times_the_guard_ignores_preemptions_that_only_wall_times_carry
 
 
 def test_after_a_parallel_extraction_a_sample_is_served_again_one_by_one():
-    from polydom.classifier.calibration import calibrate_fits
+    from polydom.costs.calibration import calibrate_fits
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.datasets import load_digits_images

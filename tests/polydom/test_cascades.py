@@ -8,7 +8,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 import polydom
 from polydom.classifier.blackbox import FeatureSetLearner, make_splits
 from polydom.classifier.cascades import train_cascades
-from polydom.index.anytime import chain_prefixes
+from polydom.index.serving.anytime import chain_prefixes
 from polydom.index.cascade import Cascades
 
 

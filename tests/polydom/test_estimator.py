@@ -10,7 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 import polydom
-from polydom.index.fitting import evaluate_cost_curve
+from polydom.index.costs.fitting import evaluate_cost_curve
 from polydom.lattice import audit_monotonicity, monotone_scores
 from polydom.featurizers import REGISTRY, Feature
 from polydom.featurizers.datasets import load_digits_images
@@ -358,7 +358,7 @@ def test_explain_lists_every_feature_the_walk_computed_on_an_injected_clock(digi
     """Whatever the timing -- features that run five times slower or faster than predicted, at
     every budget -- ``explain`` lists exactly the features the walk called, and the set served is
     among them."""
-    from polydom.classifier.serving import ServingPlanner
+    from polydom.serving.planner import ServingPlanner
 
     images, labels, groups = digits
     features = counting_features(["intensity_hist", "thumbnail", "hog", "edge_density"])

@@ -12,8 +12,8 @@ import pytest
 from polydom.featurizers import REGISTRY, resolve_features
 from polydom.featurizers.datasets import load_digits_images
 from polydom.classifier.blackbox import FeatureSetLearner, default_estimator, make_splits
-from polydom.classifier import costs
-from polydom.classifier.costs import CostFit, CostMeasurementWarning, default_timing_sides, format_expression, measure_feature_costs
+from polydom.costs import measure as costs
+from polydom.costs.measure import CostFit, CostMeasurementWarning, default_timing_sides, format_expression, measure_feature_costs
 from polydom.classifier.extraction import extract_features
 from polydom.index import CostCurve
 

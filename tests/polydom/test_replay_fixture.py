@@ -18,7 +18,7 @@ def test_a_saved_index_replays_recorded_times_to_the_same_answers(tmp_path):
     shutil.copytree(FIXTURE / "index", tmp_path / "index", symlinks=True)
     recorded = np.load(FIXTURE / "answers.npz")
     clf = polydom.CostSensitiveClassifier.load(tmp_path / "index")
-    for _ in range(2):  # the second pass follows the walks' traces (polydom.index.walktrace)
+    for _ in range(2):  # the second pass follows the walks' traces (polydom.index.serving.walktrace)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", polydom.PolydomWarning)  # sizes beyond the timed ones
             grid = serve_grid(clf, recorded["X"], recorded["seconds"], recorded["sizes"], recorded["y"],

@@ -64,7 +64,7 @@ def test_every_set_the_index_can_serve_was_trained_fully(screened):
     box, index = screened
     served = set(index.candidates)
     for chain in index.chains.values():
-        served.update(polydom.index.anytime.chain_prefixes(chain))
+        served.update(polydom.index.serving.anytime.chain_prefixes(chain))
     for m in served:
         features = index.space.frozenset(m)
         assert features in box.finished, sorted(features)

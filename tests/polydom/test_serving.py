@@ -8,7 +8,7 @@ from sklearn.dummy import DummyClassifier
 import polydom
 from polydom.featurizers import REGISTRY, Feature
 from polydom.featurizers.datasets import load_digits_images
-from polydom.classifier.serving import ServingPlanner
+from polydom.serving.planner import ServingPlanner
 
 
 def _constant(label):
@@ -82,8 +82,8 @@ def test_a_feature_tried_past_its_guard_is_abandoned_at_the_deadline_and_errors_
     import time
 
     from polydom.featurizers import Feature, FeatureError
-    from polydom.index.anytime import FeatureTimeout
-    from polydom.classifier.serving import _by_deadline
+    from polydom.index.serving.anytime import FeatureTimeout
+    from polydom.serving.planner import _by_deadline
 
     release = threading.Event()
     image = np.zeros((8, 8))
@@ -101,7 +101,7 @@ def test_a_feature_tried_past_its_guard_is_abandoned_at_the_deadline_and_errors_
         _by_deadline(quick, image, 0, tried + 5.0)
     assert time.perf_counter() - tried < 1.0
     release.set()
-    workers, waited = polydom.classifier.serving._WORKERS, time.perf_counter()
+    workers, waited = polydom.serving.planner._WORKERS, time.perf_counter()
     while workers.running_abandoned and time.perf_counter() - waited < 5.0:
         time.sleep(0.01)
     assert workers.running_abandoned == 0  # the abandoned computation ended and was counted out

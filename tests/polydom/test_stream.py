@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom import stream as stream_module
+from polydom.serving import stream as stream_module
 from polydom.index.queries import Batch
 from polydom.index.values import Choice
-from polydom.stream import StreamBudget, _hull_table, _positions
+from polydom.serving.stream import StreamBudget, _hull_table, _positions
 
 BACKENDS = [{}, {"backend": "greedy", "n0": 1.0}]
 

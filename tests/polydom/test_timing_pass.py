@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import polydom
-from polydom.classifier import costs
-from polydom.classifier.costs import bin_sizes, costs_from_extraction, missing_sides, plan_timing
+from polydom.costs import measure as costs
+from polydom.costs.measure import bin_sizes, costs_from_extraction, missing_sides, plan_timing
 from polydom.classifier.extraction import extract_features
 from polydom.featurizers import item_size, resolve_features
 from polydom.featurizers.datasets import load_digits_images

@@ -36,8 +36,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .optiontable import OptionTable, hull_columns, hull_steps, option_table, upper_hull
-from .queries import Batch, as_real
+from polydom.index.queries import Batch, as_real
+from polydom.index.serving.optiontable import OptionTable, hull_columns, hull_steps, option_table, upper_hull
 
 __all__ = ["BatchPlan", "OptionTable", "Solution", "option_table", "upper_hull", "hull_steps", "plan_batch", "solve",
            "solve_table", "default_time_limit", "MILP_MAX_VARIABLES", "DEFAULT_TIME_LIMIT", "MILP_SECONDS_BASE",

@@ -32,7 +32,7 @@ times the target's accuracy beats the accuracy already computed. Where the fall-
 majority class (0.10) and the target gives 0.85, any ``p`` above 0.12 pays, and the guard alone
 decides; where the fall-back gives 0.90 and the target 0.92, ``p`` must exceed 0.978, which a
 feature preempted in 6% of its calls does not reach. ``p`` is the share of the feature's recent
-calls that would have fitted (:meth:`~polydom.index.servingguards.ServingGuards.finish_chance`,
+calls that would have fitted (:meth:`~polydom.index.serving.guards.ServingGuards.finish_chance`,
 preempted calls included) where serving has learned one, else the fit's guard read as the guard
 quantile of a log-normal law with median 1. A refused target is not tried again in that walk.
 The late share the rule accepts is therefore the guard quantile's complement per start (10% by
@@ -43,7 +43,7 @@ taken on a busier machine than the one serving would refuse for good. Where serv
 guards, a band has no learned guard of its own for the feature yet, its predicted cost alone fits,
 and the stake pays on the fit's guard, the walk starts it anyway and records the call
 (``("explore", name)``): at most ``min_calls`` such starts per feature and size band
-(:meth:`~polydom.index.servingguards.ServingGuards.wants_sample`), after which the band's own guard
+(:meth:`~polydom.index.serving.guards.ServingGuards.wants_sample`), after which the band's own guard
 decides (``docs/decisions/start-rule.md`` has the evidence).
 
 *Trying past the guard* (``speculate=True``). At the tightest budgets the guard may refuse a
@@ -61,7 +61,7 @@ Speculative calls do not teach the serving guards (those that finish are the fas
 own elapsed time (no learned guards, no cascade, no speculation) decides the same things as the
 walk before it over whole intervals of elapsed time: from the second walk of a size and budget on
 it follows the trace the earlier walks recorded and reasons only where the trace does not hold
-(:mod:`polydom.index.walktrace`, ``docs/decisions/walk-bookkeeping.md``).
+(:mod:`polydom.index.serving.walktrace`, ``docs/decisions/walk-bookkeeping.md``).
 
 Invariants (checked by :func:`check_chains`): every chain is a permutation of its set's
 features, and every prefix of it (``{}`` and the set included) is a trained set.
@@ -72,14 +72,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from polydom.lattice import bits_of
+from polydom.index.errors import FeatureTimeout  # noqa: F401 - defined with the package's errors
 
 # The walk's parts, each in a module of its own; their names stay importable from here.
-from .prefixes import _best_computed, _best_computed_adding, _worth_trying, chain_prefixes, ranked_prefixes  # noqa: F401
-from .stake import _Stake, law_chance  # noqa: F401
-from .walkprep import DEFAULT_GUARD_QUANTILE, _best_with_room, _Need, _Prepared, prepared  # noqa: F401
-from .walktrace import Node, edge
-from .errors import FeatureTimeout  # noqa: F401 - defined with the package's errors
+from polydom.index.serving.prefixes import (  # noqa: F401
+    _best_computed,
+    _best_computed_adding,
+    _worth_trying,
+    chain_prefixes,
+    ranked_prefixes,
+)
+from polydom.index.serving.stake import _Stake, law_chance  # noqa: F401
+from polydom.index.serving.walkprep import DEFAULT_GUARD_QUANTILE, _best_with_room, _Need, _Prepared, prepared  # noqa: F401
+from polydom.index.serving.walktrace import Node, edge
+from polydom.lattice import bits_of
 
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 
@@ -165,7 +171,7 @@ def serve_anytime(
         Apply the index's cost guards to the decision to start a feature (and to upgrades).
     serving_guards : ServingGuards, optional
         With ``guarded``: take the guards from it (learned from earlier walks' measured times,
-        :mod:`polydom.index.servingguards`) and record this walk's times in it.
+        :mod:`polydom.index.serving.guards`) and record this walk's times in it.
     speculate : bool, default False
         Where the guards stop the walk, start the next feature anyway if its unguarded
         predicted cost fits and it would serve a more accurate set, calling
@@ -174,10 +180,10 @@ def serve_anytime(
         The computing thread's CPU clock (``time.thread_time`` when ``compute`` runs on the
         calling thread), read around each computed feature so that ``serving_guards`` learns the
         feature's own cost apart from the machine's scheduling
-        (:mod:`polydom.index.servingguards`).
+        (:mod:`polydom.index.serving.guards`).
     late_price : LatePrice, optional
         With ``guarded``: the price of a late answer at this size and budget
-        (:class:`~polydom.index.lateness.LatePrice`), which weighs each start against the
+        (:class:`~polydom.index.serving.lateness.LatePrice`), which weighs each start against the
         lateness it risks; told afterwards whether this answer was late.
 
     Returns
@@ -195,7 +201,7 @@ def serve_anytime(
     price = late_price.price(size, budget) if guarded and late_price is not None else 0.0
     root = None
     # A walk that depends on nothing but the index, the size, the budget and its elapsed time
-    # follows its trace (polydom.index.walktrace); a learning, cascading or speculating one reasons
+    # follows its trace (polydom.index.serving.walktrace); a learning, cascading or speculating one reasons
     # in full every time.
     if not (stop_when_confident or speculate or (guarded and serving_guards is not None)):
         traces, key = at.traces, (budget, guarded, price)
@@ -261,7 +267,7 @@ class _Walk:
     (target, computed, served, refused targets, elapsed time, steps). :meth:`segment` takes the
     decisions between two features as the module docstring states them; with ``record`` it
     also narrows ``low``/``high`` to the elapsed times over which it would take the same ones
-    (:mod:`polydom.index.walktrace`)."""
+    (:mod:`polydom.index.serving.walktrace`)."""
 
     def __init__(self, index, prep, at, size, budget, compute, clock, start, *, guarded, serving_guards, speculate,
                  cpu_clock, price, stop_when_confident):

@@ -22,20 +22,17 @@ from typing import Any
 
 import numpy as np
 
+from polydom.classifier.inputs import check_errors
+from polydom.classifier.lean import lean_model
+from polydom.costs.calibration import DEFAULT_GUARD_QUANTILE
+from polydom.costs.decode import decode_fits
 from polydom.errors import PolydomError
 from polydom.featurizers import Feature
 from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
-
-from .decodecost import decode_fits
-
-from polydom.index.anytime import FeatureTimeout, prepared
 from polydom.index.base import StoredIndex
-from polydom.index.lateness import LatePrice
-from polydom.index.servingguards import ServingGuards
-
-from .calibration import DEFAULT_GUARD_QUANTILE
-from .inputs import check_errors
-from .lean import lean_model
+from polydom.index.serving.anytime import FeatureTimeout, prepared
+from polydom.index.serving.guards import ServingGuards
+from polydom.index.serving.lateness import LatePrice
 
 __all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner", "Server"]
 
@@ -159,7 +156,7 @@ class ServingPlanner:
 
     Invariant: a cached plan is served only for the model mapping it was prepared from, with
     its features in that version's column order. A classifier builds its planner over one
-    version (:mod:`polydom.classifier.servingstate`) and never sees another; a planner built over a live
+    version (:mod:`polydom.serving.state`) and never sees another; a planner built over a live
     loaded index reads the version that index serves at each request, once, and prepares plans
     anew when its models change.
 
@@ -183,9 +180,9 @@ class ServingPlanner:
         # Stop buying features once a prefix's model is sure (only where thresholds were trained).
         self.cascade = bool(cascade) and bool(index.cascades)
         # Try a feature the guards refuse on a worker thread, abandoned at the deadline
-        # (polydom.index.anytime, "trying past the guard"); anytime indexes only.
+        # (polydom.index.serving.anytime, "trying past the guard"); anytime indexes only.
         self.speculate = bool(speculate)
-        # Guards that follow this process's measured feature times (polydom.index.servingguards),
+        # Guards that follow this process's measured feature times (polydom.index.serving.guards),
         # at the quantile the fit's guards were taken at; none where the index has no guards or
         # was fitted with learn_guards=False (the quantile is then None), or with ``learn=False``
         # (a classifier's own planner: its predictions change nothing, the fit's guards decide).
@@ -194,10 +191,10 @@ class ServingPlanner:
         quantile = quantile if learn else None
         self.learn = bool(learn)
         self.serving_guards = None if quantile is None else ServingGuards(index, quantile=float(quantile))
-        # The decode step's cost fit (polydom.classifier.decodecost.fit_decode_cost), or None: an
+        # The decode step's cost fit (polydom.costs.decode.fit_decode_cost), or None: an
         # encoded image is then decoded whatever the budget, and its time subtracted.
         self.decode = decode
-        # A late-share budget (polydom.index.lateness): a learning planner prices lateness per
+        # A late-share budget (polydom.index.serving.lateness): a learning planner prices lateness per
         # size and budget band; a classifier's own planner learns nothing, so it has none.
         self.late_share = late_share
         self.late_price = LatePrice(late_share) if late_share is not None and learn else None
@@ -222,7 +219,7 @@ class ServingPlanner:
         RuntimeError
             The index has no model for the set, or names a feature this planner has no
             :class:`Feature` for (a live index refreshed to a version with another feature: a
-            classifier rebuilds its planner instead, :mod:`polydom.classifier.servingstate`).
+            classifier rebuilds its planner instead, :mod:`polydom.serving.state`).
         """
         if index is None:
             index = _version_of(self.index)
@@ -265,7 +262,7 @@ class ServingPlanner:
 
         An encoded image (a path or bytes) is sized from its header. The budget covers the whole
         answer: it is decoded only if the decode step's guarded curve fits (:attr:`decode`) and
-        the time left still buys a feature (:func:`~polydom.classifier.decodecost.decode_fits`), and
+        the time left still buys a feature (:func:`~polydom.costs.decode.decode_fits`), and
         the features get what its measured time leaves; otherwise nothing is decoded and the
         answer falls back on time to the set that costs nothing.
 
@@ -314,7 +311,7 @@ class ServingPlanner:
             if self.serving_guards is not None:
                 options["serving_guards"] = self.serving_guards
                 # Features run on this thread: its CPU clock separates their own cost from the
-                # machine's scheduling (polydom.index.servingguards).
+                # machine's scheduling (polydom.index.serving.guards).
                 options["cpu_clock"] = time.thread_time
             if (self.speculate if speculate is None else speculate) and index.chains:
                 options["speculate"] = True
@@ -382,7 +379,7 @@ class Server:
 
     Made by :meth:`polydom.CostSensitiveClassifier.server`. Unlike the classifier's own
     ``predict`` -- which changes nothing, so one prediction never changes the next -- a server
-    learns each feature's guard from the times it measures (:mod:`polydom.index.servingguards`),
+    learns each feature's guard from the times it measures (:mod:`polydom.index.serving.guards`),
     as the ``serving`` group's ``learn_guards`` says: the machine that serves is not the one that
     was timed. It serves the version of the index the classifier served when it was made.
 
@@ -400,7 +397,7 @@ class Server:
         self.planner, self.classes, self.budget, self.speculate = planner, np.asarray(classes), budget, bool(speculate)
 
     def _budgets(self, images, budget):
-        from .inputs import as_image_list, check_budgets
+        from polydom.classifier.inputs import as_image_list, check_budgets
 
         images = as_image_list(images)
         return images, check_budgets(self.budget if budget is None else budget, len(images))

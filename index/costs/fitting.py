@@ -33,7 +33,7 @@ import math
 import numpy as np
 from scipy.optimize import linprog
 
-from .errors import PolydomError
+from polydom.index.errors import PolydomError
 
 __all__ = ["evaluate_cost_curve", "fit_cost_curve", "quantile_per_size", "shape_range"]
 

@@ -4,7 +4,7 @@ Serving every item the best set under ``mean_budget`` spends the budget evenly b
 of different sizes gain differently from the same spend, and even at one size mixing a cheap
 and a dear set can beat the set in between. Pricing fixes both. With a price ``p`` per unit
 of predicted cost, each item is served ``argmax accuracy - p * cost`` among its options; ``p``
-is the dual price of the batch plan's budget constraint (see :mod:`polydom.index.planning`),
+is the dual price of the batch plan's budget constraint (see :mod:`polydom.index.serving.planning`),
 fitted on a sample of the stream's sizes so the sample's mean cost meets ``mean_budget``.
 
 At that price some items are indifferent between two sets (their hull step's gain per unit of
@@ -25,8 +25,8 @@ from operator import lt, sub, truediv
 
 import numpy as np
 
-from polydom.index.optiontable import _check_cap, hull_columns, option_source, option_table
 from polydom.index.queries import Batch, as_real
+from polydom.index.serving.optiontable import _check_cap, hull_columns, option_source, option_table
 from polydom.index.values import Choice
 
 __all__ = ["StreamBudget", "TIE_RULES", "fit_price"]
@@ -65,7 +65,7 @@ def _hull_table(index, sizes, cap):
 
 
 def _one_hull(costs: list, accuracy: list) -> tuple[list[int], list[float], list[float]]:
-    """:func:`~polydom.index.optiontable.upper_hull` of one row, in plain Python: the same chain and
+    """:func:`~polydom.index.serving.optiontable.upper_hull` of one row, in plain Python: the same chain and
     the same chord test, so the same points. Returns their positions, costs and accuracies."""
     positions, hull_cost, hull_acc = [0], [costs[0]], [accuracy[0]]
     c1, a1 = costs[0], accuracy[0]  # the last point
@@ -395,7 +395,7 @@ class StreamBudget:
 
         ``(cost, acc, key)`` is the set the price serves (the cheaper on a tie), ``extra`` what
         the dearer set of a tie costs more (0 without one), ``dearer_set`` that set; ``options``
-        an :class:`~polydom.index.optiontable.OptionTable` and ``i`` the item's row, or the
+        an :class:`~polydom.index.serving.optiontable.OptionTable` and ``i`` the item's row, or the
         item's ``(costs, accuracies, masks, size)``, for the guard's fallback.
         Returns the served ``(cost, accuracy, mask)``.
         """

@@ -1,7 +1,7 @@
 """The options a batch plan chooses among: every item's servable sets at its own size, and the
 upper convex hull of each item's (cost, accuracy) options that the greedy solver walks.
 
-Split from :mod:`polydom.index.planning` so that gathering options and solving are separate jobs.
+Split from :mod:`polydom.index.serving.planning` so that gathering options and solving are separate jobs.
 
 Plans over a million items are a realistic nightly job, so nothing here runs per item in Python:
 the options of all distinct sizes come from per-index tables built once (:func:`option_source`),
@@ -19,8 +19,8 @@ from operator import is_
 
 import numpy as np
 
-from .costcurve import set_cost_matrix
-from .queries import as_real, check_queries
+from polydom.index.costs.curve import set_cost_matrix
+from polydom.index.queries import as_real, check_queries
 
 __all__ = ["OptionTable", "option_table", "options_many", "options_per_size", "option_source", "SkylineOptions",
            "FixedOptions", "upper_hull", "hull_columns", "hull_steps"]
@@ -215,7 +215,7 @@ _SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _horner_columns(plane, degrees: int, x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Polynomials at ``x`` (shape (N,)) by Horner's rule from ``0.0`` -- the steps of
-    :func:`~polydom.index.poly.horner_scalar`, so bit-identical. ``plane(k)`` gives the degree-``k``
+    :func:`~polydom.index.costs.poly.horner_scalar`, so bit-identical. ``plane(k)`` gives the degree-``k``
     coefficients, of shape ``shape`` = (N, M) or broadcastable to it, one degree at a time (all
     of them gathered at once would hold ``degrees`` more (N, M) arrays)."""
     x = x[:, None]

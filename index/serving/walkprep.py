@@ -4,20 +4,20 @@ A walk asks the same questions of the same index many times: each feature's pred
 guard at the item's size, the candidate id of a set, which sets still have room. This module
 keeps the answers that do not change between walks (:class:`_Prepared`), prices a set's room
 (:class:`_Need`) and finds the most accurate set that still has room (:func:`_best_with_room`).
-Per item size it also keeps the walks' traces (:mod:`polydom.index.walktrace`).
+Per item size it also keeps the walks' traces (:mod:`polydom.index.serving.walktrace`).
 """
 
 from __future__ import annotations
 
 import operator
 from bisect import bisect_right
-from typing import NamedTuple
 from statistics import NormalDist
+from typing import NamedTuple
 
-from .protocol import law_row
+from polydom.index.protocol import law_row
 
 #: The share of measured calls a guarded start covers -- one minus the late share a start may
-#: risk: the classifier's guards are taken at it (:mod:`polydom.classifier.calibration`), and a walk reads an
+#: risk: the classifier's guards are taken at it (:mod:`polydom.costs.calibration`), and a walk reads an
 #: index's guards as it when the index states none. ``docs/decisions/start-rule.md`` has the evidence.
 DEFAULT_GUARD_QUANTILE = 0.9
 
@@ -39,7 +39,7 @@ class _AtSize(NamedTuple):
     laws: tuple | None  # the cost laws
     totals: dict  # a set's total predicted cost, as walks met them
     needs: dict  # per guards (the fit's or none), a set's need from what is computed
-    traces: dict  # (budget, guarded, price) -> the walks' trace (polydom.index.walktrace)
+    traces: dict  # (budget, guarded, price) -> the walks' trace (polydom.index.serving.walktrace)
 
 
 class _Prepared:

@@ -15,7 +15,7 @@ the CPU / predicted ratios -- the feature's own work, which preemption and time 
 touch -- and the wall clock enters only through the chance to finish. Either way the guard comes
 from the median and upper quartile, which a minority of slow calls (under a quarter) cannot move, with room (:data:`TAIL_ROOM`) for a tail heavier than the log-normal law's,
 and never above the window's own quantile. A real slowdown moves the median, and the guard with
-it. What preemption costs is left to the walk's stake (:mod:`polydom.index.anytime`): the chance
+it. What preemption costs is left to the walk's stake (:mod:`polydom.index.serving.anytime`): the chance
 to finish (:meth:`ServingGuards.finish_chance`) counts every call, preempted ones included.
 
 Until a feature has ``min_calls`` calls in a band, the ratios of *every* feature served in that
@@ -67,7 +67,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .anytime import DEFAULT_GUARD_QUANTILE
+from polydom.index.serving.anytime import DEFAULT_GUARD_QUANTILE
 
 __all__ = ["ServingGuards", "robust_guard", "upper_quantile"]
 
@@ -130,7 +130,7 @@ class ServingGuards:
     ----------
     index : CostSensitiveIndex
         Whose ``cost_guards(size)`` stand where too few calls were seen.
-    quantile : float, default :data:`~polydom.index.anytime.DEFAULT_GUARD_QUANTILE`
+    quantile : float, default :data:`~polydom.index.serving.anytime.DEFAULT_GUARD_QUANTILE`
         The share of recent calls a guarded start covers.
     window : int, default 256
         Recent calls kept per feature and size band.

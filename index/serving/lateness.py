@@ -1,7 +1,7 @@
 """A late-share budget: a price of lateness that a server adjusts so that its late answers stay
 near a share the user sets.
 
-A walk weighs each start by the accuracy it expects on time (:mod:`polydom.index.anytime`):
+A walk weighs each start by the accuracy it expects on time (:mod:`polydom.index.serving.anytime`):
 start when ``p * a(target) > a(served)``, ``p`` the chance the start finishes in time. That rule
 maximises on-time accuracy, whatever share of answers it makes late. A service with a service
 level (at most 2% of answers late, say) asks for a late-share budget instead. The walk then

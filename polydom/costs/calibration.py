@@ -1,6 +1,6 @@
 """Cost curves calibrated to what serving measures, and the guard anytime serving keeps.
 
-The timing pass (:func:`polydom.classifier.costs.measure_feature_costs`) measures each feature's intrinsic
+The timing pass (:func:`polydom.costs.measure.measure_feature_costs`) measures each feature's intrinsic
 cost: primed calls on the timing thread's CPU clock, which reproduce from run to run and on a
 busy machine. A request pays more: the feature meets an image the caches have not seen, on the
 wall clock, so a curve fitted on primed calls alone serves sets that do not fit
@@ -41,12 +41,12 @@ import math
 
 import numpy as np
 
-# DEFAULT_GUARD_QUANTILE: the share of training calls a guarded start covers, one constant with the walk.
-from polydom.index.anytime import DEFAULT_GUARD_QUANTILE
-from polydom.index.costcurve import CostCurve
-from polydom.index.fitting import evaluate_cost_curve
+from polydom.costs.measure import bin_sizes
+from polydom.index.costs.curve import CostCurve
+from polydom.index.costs.fitting import evaluate_cost_curve
 
-from .costs import bin_sizes
+# DEFAULT_GUARD_QUANTILE: the share of training calls a guarded start covers, one constant with the walk.
+from polydom.index.serving.anytime import DEFAULT_GUARD_QUANTILE
 
 __all__ = ["CALIBRATION_IMAGES", "DEFAULT_GUARD_QUANTILE", "GUARD_CALLS_PER_SIZE", "LAW_LEVELS", "calibrate_fit", "cost_laws",
            "guard_table", "law_table", "calibrate_fits", "carry_calibration", "serving_sample"]
@@ -61,7 +61,7 @@ SAMPLE_CALLS_PER_SIZE = 8
 CALIBRATION_IMAGES = 160
 
 #: The levels at which a cost law is kept: 41 quantiles, 0 to 1 by 2.5%. Between two, the walk
-#: interpolates (:mod:`polydom.index.anytime`); the chance of a start is read to within 2.5%.
+#: interpolates (:mod:`polydom.index.serving.anytime`); the chance of a start is read to within 2.5%.
 LAW_LEVELS = np.linspace(0.0, 1.0, 41)
 
 
@@ -88,7 +88,7 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
 
     Parameters
     ----------
-    fit : polydom.classifier.costs.CostFit
+    fit : polydom.costs.measure.CostFit
         The timing pass's fit of one feature.
     sizes, seconds : array_like of shape (m,)
         Item size and measured wall time of serving-like calls (the training
@@ -160,7 +160,7 @@ def law_table(laws: dict, names) -> dict:
     Parameters
     ----------
     laws : dict of str to (law, law_by_size)
-        Each feature's :attr:`CostFit.law <polydom.classifier.costs.CostFit>` and ``law_by_size``.
+        Each feature's :attr:`CostFit.law <polydom.costs.measure.CostFit>` and ``law_by_size``.
     names : sequence of str
         The index's items, in index order.
 
@@ -315,7 +315,7 @@ def guard_table(by_size: dict, names) -> dict:
     Parameters
     ----------
     by_size : dict of str to tuple of (size, guard) pairs or None
-        Each feature's :attr:`CostFit.guard_by_size <polydom.classifier.costs.CostFit>`.
+        Each feature's :attr:`CostFit.guard_by_size <polydom.costs.measure.CostFit>`.
     names : sequence of str
         The index's features, in index order.
 

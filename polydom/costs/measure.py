@@ -20,8 +20,8 @@ import numpy as np
 
 from polydom.featurizers import MIN_SIDE, Feature, FeatureError, Step, item_size, measure_costs, resize_square
 from polydom.featurizers.timing import CostMeasurementWarning, CostSamples, check_timing
-from polydom.index.costcurve import CostCurve, format_curve
-from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
+from polydom.index.costs.curve import CostCurve, format_curve
+from polydom.index.costs.fitting import evaluate_cost_curve, fit_cost_curve, quantile_per_size
 
 __all__ = [
     "CostFit", "CostMeasurementWarning", "default_timing_sides", "choose_timing_images", "measure_feature_costs",
@@ -74,7 +74,7 @@ class CostFit:
     domain : (float, float)
         The sizes, besides the measured ones, on which the curve was kept non-decreasing.
     timing_curve : CostCurve, optional
-        With a serving calibration (:mod:`polydom.classifier.calibration`), the timing pass's curve before
+        With a serving calibration (:mod:`polydom.costs.calibration`), the timing pass's curve before
         it; ``curve`` is then this plus ``overhead``. None: ``curve`` is the timing pass's.
     overhead : (float, float), optional
         The calibration's ``a + b*n`` (seconds), ``a, b >= 0``.
@@ -83,11 +83,11 @@ class CostFit:
         (the calibration's upper quantile; >= 1).
     guard_by_size : tuple of (size, guard) pairs, optional
         The same guard at each size the calibration saw enough calls of, sizes ascending
-        (:func:`polydom.classifier.calibration.calibrate_fit`); None: ``guard`` at every size.
+        (:func:`polydom.costs.calibration.calibrate_fit`); None: ``guard`` at every size.
     law : tuple of float, optional
         The measured law of a serving call's wall time over ``curve``: its quantiles at
-        :data:`~polydom.classifier.calibration.LAW_LEVELS` (preemption included). The walk
-        reads a start's chance to finish from it (:mod:`polydom.index.anytime`).
+        :data:`~polydom.costs.calibration.LAW_LEVELS` (preemption included). The walk
+        reads a start's chance to finish from it (:mod:`polydom.index.serving.anytime`).
     law_by_size : tuple of (size, law) pairs, optional
         The same law at each size the calibration saw enough calls of, sizes ascending.
     """

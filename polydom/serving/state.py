@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PolydomError
+from polydom.errors import PolydomError
 
 __all__ = ["Refusal", "ServingState", "follow", "view_of"]
 
@@ -85,7 +85,7 @@ class ServingState:
         The modules the loader trusted to define custom features; a new version is loaded with
         the same trust.
     decode_fit : CostFit or None
-        The decode step's cost (:func:`~polydom.classifier.decodecost.fit_decode_cost`), where the
+        The decode step's cost (:func:`~polydom.costs.decode.fit_decode_cost`), where the
         training images came encoded.
 
     Notes
@@ -123,8 +123,7 @@ class ServingState:
         ``columns`` maps names to slices.
         """
         from polydom.featurizers import Step, with_steps
-
-        from .serving import ServingPlanner
+        from polydom.serving.planner import ServingPlanner
 
         index = view_of(source) if index is None else index
         features = {f.name: f for f in with_steps(features.values())}  # and the steps they share

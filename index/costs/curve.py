@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .poly import horner_scalar, le_everywhere_batch
-from .values import is_real
+from polydom.index.costs.poly import horner_scalar, le_everywhere_batch
+from polydom.index.values import is_real
 
 __all__ = ["CostCurve", "as_cost_curve", "format_curve", "set_cost_matrix"]
 

@@ -1,6 +1,6 @@
 """Chain prefixes: every prefix of every chain, ranked, and the best one a walk has computed.
 
-The anytime walk (:mod:`polydom.index.anytime`) computes a target's features one at a time and,
+The anytime walk (:mod:`polydom.index.serving.anytime`) computes a target's features one at a time and,
 after each, serves the most accurate trained prefix whose features are all computed. The index
 lists every prefix of every chain once, most accurate first (:func:`ranked_prefixes`); the walk
 scans it from the top, or only the prefixes that hold the feature it just computed

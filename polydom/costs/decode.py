@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from polydom.costs.measure import CostFit
 from polydom.featurizers import item_size
-from polydom.index.costcurve import CostCurve
-from polydom.index.fitting import evaluate_cost_curve, fit_cost_curve
-
-from .costs import CostFit
+from polydom.index.costs.curve import CostCurve
+from polydom.index.costs.fitting import evaluate_cost_curve, fit_cost_curve
 
 __all__ = ["DECODE", "decode_fits", "fit_decode_cost", "guarded_decode", "sample_decode_times"]
 

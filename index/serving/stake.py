@@ -3,7 +3,7 @@
 A late answer counts as wrong. Starting the next feature of the walk's target pays when the
 chance ``p`` that it (and the rest of the target) finishes in the time left, times the target's
 accuracy, beats what the walk serves if it stops now; a late-share budget charges a price for
-the chance of lateness on top (:mod:`polydom.index.lateness`). ``p`` comes from the serving
+the chance of lateness on top (:mod:`polydom.index.serving.lateness`). ``p`` comes from the serving
 guards' own record where serving learned one, else the fit's measured cost law
 (:func:`law_chance`), else a log-normal law through the guard. Why this rule:
 ``docs/decisions/start-rule.md``.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
-from .walkprep import _NORMAL, _guard_z
+from polydom.index.serving.walkprep import _NORMAL, _guard_z
 
 __all__ = ["law_chance"]
 
@@ -76,13 +76,13 @@ class _Stake:
         room = remaining - sum(cost[i] for i in pending[1:])
         # The relative slack keeps an exact fit (a clock that matches the curves) a fit.
         p = self.chance(feature, room / own * (1.0 + 1e-9))
-        # A late answer is wrong, and a late-share budget prices it too (polydom.index.lateness).
+        # A late answer is wrong, and a late-share budget prices it too (polydom.index.serving.lateness).
         return p * goal - self.price * (1.0 - p) > now
 
     def room_for(self, feature: int, pending, cost, target: int, served: int) -> float:
         """About the time left from which starting ``feature`` pays (:meth:`pays` flips there):
         ``-inf`` where it always pays. An estimate, from the chance's inverse; a trace checks it
-        on the rule itself (:mod:`polydom.index.walktrace`)."""
+        on the rule itself (:mod:`polydom.index.serving.walktrace`)."""
         trained = self.index.trained
         now, goal = trained.get(served, 0.0), trained.get(target, 0.0)
         own = cost[feature]

@@ -1,32 +1,31 @@
 """Serving a batch of images under one total budget: plan first, serve anytime, re-plan with the time left.
 
-:class:`BatchServer` gives a :class:`~polydom.classifier.serving.ServingPlanner`'s ``predict``,
+:class:`BatchServer` gives a :class:`~polydom.serving.planner.ServingPlanner`'s ``predict``,
 ``predict_proba`` and ``explain`` for a batch sharing ``total_budget`` seconds of feature
 extraction. Every image is validated and its size read, and the batch is planned
-(:class:`~polydom.classifier.batchaccount.BatchAccount`), before any feature is computed. Each image is
-then served by :meth:`ServingPlanner.serve <polydom.classifier.serving.ServingPlanner.serve>` with the
+(:class:`~polydom.serving.batchaccount.BatchAccount`), before any feature is computed. Each image is
+then served by :meth:`ServingPlanner.serve <polydom.serving.planner.ServingPlanner.serve>` with the
 budget its planned set needs -- the index's :meth:`select` computes on the real clock and, where
 the backend is anytime, falls back to a computed prefix or upgrades within that budget -- and
 its measured seconds are booked, so the rest is re-planned with the time actually left. See
-:mod:`polydom.classifier.batchaccount` for the plan, the re-plans and the bound on the realised spend.
+:mod:`polydom.serving.batchaccount` for the plan, the re-plans and the bound on the realised spend.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from polydom.classifier.inputs import as_image_list
+from polydom.costs.decode import guarded_decode
 from polydom.featurizers.sources import as_array, is_encoded, pixel_count
-
-from .batchaccount import BatchAccount, BatchSpend, check_total_budget
-from .decodecost import guarded_decode
-from .inputs import as_image_list
-from .serving import Explanation
+from polydom.serving.batchaccount import BatchAccount, BatchSpend, check_total_budget
+from polydom.serving.planner import Explanation
 
 __all__ = ["BatchExplanations", "BatchServer", "BatchSpend"]
 
 
 class BatchExplanations(list):
-    """A list of :class:`~polydom.classifier.serving.Explanation`, one per image, with the batch's account.
+    """A list of :class:`~polydom.serving.planner.Explanation`, one per image, with the batch's account.
 
     Attributes
     ----------
@@ -43,7 +42,7 @@ class BatchExplanations(list):
 
 
 class BatchServer:
-    """A :class:`~polydom.classifier.serving.ServingPlanner`'s ``predict``, ``predict_proba`` and ``explain`` for a
+    """A :class:`~polydom.serving.planner.ServingPlanner`'s ``predict``, ``predict_proba`` and ``explain`` for a
     batch sharing one total budget: the same call shapes, with ``total_budget`` where the planner
     takes per-image budgets.
 
@@ -51,7 +50,7 @@ class BatchServer:
     ----------
     planner : ServingPlanner
     **options
-        For :class:`~polydom.classifier.batchaccount.BatchAccount`: ``replan_every``, ``drift``,
+        For :class:`~polydom.serving.batchaccount.BatchAccount`: ``replan_every``, ``drift``,
         ``calibrate``, ``max_item_budget``, ``exact``.
 
     Attributes
@@ -110,7 +109,7 @@ class BatchServer:
         return out
 
     def explain(self, images, total_budget: float) -> BatchExplanations:
-        """One :class:`~polydom.classifier.serving.Explanation` per image (its budget from the plan, its
+        """One :class:`~polydom.serving.planner.Explanation` per image (its budget from the plan, its
         measured seconds), with the batch's :class:`BatchSpend` as ``summary``."""
         account, items = self._served(images, total_budget)
         out = []

@@ -6,7 +6,7 @@ at a budget equal to a set's predicted cost, the index's lookup may serve anothe
 sets it lists in ``options_at`` it never serves at all. So a batch is planned over *what serving
 delivers* (:func:`served_options`): per item, each set the lookup serves at one of its options'
 costs, with that set's predicted cost and accuracy, and the least budget that gets it served.
-The plan is solved by :func:`polydom.index.planning.solve` (greedy, or the integer program) --
+The plan is solved by :func:`polydom.index.serving.planning.solve` (greedy, or the integer program) --
 the solver behind ``index.plan_batch`` -- on that table. On a PolyDom index the equal split
 (every item looked up with ``total / N``) is one of its feasible plans, since a lookup at a
 budget serves what a lookup at the cost of the best set within it serves; so the exact plan is
@@ -50,8 +50,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from polydom.index.planning import BatchPlan, OptionTable, option_table, solve_table
 from polydom.index.queries import Batch, as_real
+from polydom.index.serving.planning import BatchPlan, OptionTable, option_table, solve_table
 
 __all__ = ["BatchAccount", "BatchSpend", "DEFAULT_DRIFT", "REPLAN_FRACTION", "check_total_budget", "served_options",
            "spread_order"]
@@ -99,7 +99,7 @@ def served_options(index, sizes, *, max_item_budget: float | None = None) -> tup
     For every option of an item (``options_at`` at its size, under ``max_item_budget``), the set
     the lookup serves at a budget of that option's cost; each distinct served set once, with its
     own predicted cost and accuracy, and the least of those budgets that serves it. The options of
-    all distinct sizes are gathered at once (:func:`~polydom.index.optiontable.options_many`),
+    all distinct sizes are gathered at once (:func:`~polydom.index.serving.optiontable.options_many`),
     then one ``lookup_many`` over all of them; the rest is vectorised too.
 
     Returns
@@ -223,7 +223,7 @@ class BatchAccount:
         No item is given a budget above this.
     exact : bool, default False
         Solve the first plan as an integer program (``scipy.optimize.milp``, with the default time
-        limit and fallback of :func:`~polydom.index.planning.plan_batch`); re-plans use the
+        limit and fallback of :func:`~polydom.index.serving.planning.plan_batch`); re-plans use the
         greedy solver, which is within one item's accuracy range of it.
     clock : callable, default time.perf_counter
         Times the planning only.
