@@ -226,6 +226,11 @@ def serve_anytime(
     else:
         walk.target = walk.first_target()
         if root is _SEEN:
+            if prep.traced >= _TRACED_KEPT:  # memory stays bounded whatever sizes and budgets come
+                for entry in prep.by_size.values():
+                    entry.traces.clear()
+                prep.traced = 0
+            prep.traced += 1
             root = traces[key] = Node(walk.target, 0, 0, frozenset(), False)
         served, elapsed, steps = walk.run(root, False)
     if guarded and late_price is not None:
@@ -239,6 +244,10 @@ _SEEN = object()
 
 #: Budgets traced per item size; the table is cleared when full.
 _TRACES_KEPT = 64
+
+#: Traces an index version keeps over all sizes (each of at most walktrace.MAX_NODES nodes);
+#: all are dropped when one more would be made.
+_TRACED_KEPT = 512
 
 
 def _follow(node: Node, names, compute, clock, start: float):

@@ -50,7 +50,7 @@ class _Prepared:
     is its decisions, not reading params (``docs/decisions/walk-bookkeeping.md``)."""
 
     __slots__ = ("key", "position", "z", "start_cap", "ones", "law_sizes", "law_rows", "overall_laws", "by_size",
-                 "containing", "rank")
+                 "traced", "containing", "rank")
 
     def __init__(self, index, key):
         self.key = key
@@ -67,6 +67,7 @@ class _Prepared:
         self.law_sizes = tuple((index.params.get("cost_law_sizes") or ()) if self.overall_laws is not None else ())
         self.law_rows = tuple(index.cost_laws(n) for n in self.law_sizes)
         self.by_size: dict = {}
+        self.traced = 0  # traces made since the last time all were dropped (polydom.index.serving.anytime)
 
     def laws(self, size: float):
         """The cost laws at ``size`` (as :meth:`CostSensitiveIndex.cost_laws` picks them)."""

@@ -147,3 +147,18 @@ def test_edge_finds_where_a_monotone_rule_turns():
     found = edge(lambda x: x <= 2.0, 0.0, 3.0)
     assert 2.0 - 1e-6 < found <= 2.0
     assert edge(lambda x: x >= -1.0, 0.0, -5.0) == pytest.approx(-1.0, abs=1e-6)
+
+
+def test_traces_over_many_sizes_stay_bounded(monkeypatch):
+    """However many sizes and budgets come twice, the traces kept stay under the cap."""
+    from polydom.index.serving import anytime
+
+    monkeypatch.setattr(anytime, "_TRACED_KEPT", 8)
+    rng = random.Random(13)
+    index, costs = random_index(rng)
+    for k in range(40):
+        for _ in range(2):
+            clock = Clock({n: 0.1 for n in costs})
+            serve_anytime(index, 1.0 + k, 1.0, clock.compute, clock)
+        assert len(traces_of(index)) <= 8
+    assert prepared(index).traced <= 8
