@@ -79,6 +79,36 @@ def _single_walks(module, index, size: float, budget: float, vectors: dict, walk
     return seconds
 
 
+def _server_walks(path, size: float, budget: float, vectors: dict, walks: int) -> list[float]:
+    """Seconds of each of ``walks`` single walks of a learning server (``clf.server()``: guards
+    and chances learned from the calls it measures, the CPU clock read around each feature),
+    each timed around one ``serve_anytime`` call, on a fresh load."""
+    clf = polydom.CostSensitiveClassifier.load(path)
+    planner = clf.server().planner
+    index = clf.planner_.index
+    compute, now = _replayed(index, size, vectors)
+    clock = lambda: now[0]  # noqa: E731 - a replayed clock
+    seconds = []
+    timer = time.perf_counter
+    for _ in range(walks):
+        now[0] = 0.0
+        start = timer()
+        anytime.serve_anytime(index, size, budget, compute, clock, serving_guards=planner.serving_guards,
+                              cpu_clock=time.thread_time)
+        seconds.append(timer() - start)
+    return seconds
+
+
+def server_walk_rows(path, walks: int, vectors: dict) -> list[str]:
+    """The table of a learning server's single walks at budgets of 2 ms or less."""
+    rows = ["| side | budget (ms) | median (us) | p99 (us) |", "|---|---|---|---|"]
+    for side in SIDES:
+        for budget_ms in (b for b in BUDGETS_MS if b <= 2.0):
+            t = _server_walks(path, float(side * side), budget_ms / 1e3, vectors, walks)
+            rows.append(f"| {side} | {budget_ms:g} | {1e6 * statistics.median(t):.1f} | {1e6 * _percentile(t, 0.99):.1f} |")
+    return rows
+
+
 def _percentile(values, q: float) -> float:
     return float(np.quantile(np.asarray(values), q))
 
@@ -195,6 +225,16 @@ def main(argv=None) -> None:
         f"p99 at most {1e6 * max(c[3] for c in tight):.1f} us"
         + (f" (baseline: {1e6 * max(c[4] for c in tight):.1f} and {1e6 * max(c[5] for c in tight):.1f} us)."
            if baseline is not None else "."),
+    ]
+    lines += [
+        "",
+        "## Single walks of a learning server",
+        "",
+        f"`clf.server()` walks ({args.single_walks} per cell, a fresh load per cell): its guards and chances to"
+        " finish are learned from the calls it measures, so its walks are not traced (`docs/decisions/"
+        "walk-bookkeeping.md`); each walk also records its features' times.",
+        "",
+        *server_walk_rows(args.index, args.single_walks, vectors),
     ]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -80,17 +80,45 @@ TAIL_ROOM = 1.25
 MIN_GUARD = 0.5
 
 #: The upper quartile of the standard normal law.
-_Z75 = NormalDist().inv_cdf(0.75)
+_NORMAL = NormalDist()
+_Z75 = _NORMAL.inv_cdf(0.75)
 
 
 def upper_quantile(ratios, quantile: float) -> float:
     """The ``quantile`` of ``ratios``, but never above the second largest: one call alone does
     not set a guard (the module docstring, *one call alone*)."""
-    values = np.sort(np.fromiter(ratios, float))
-    guard = float(np.quantile(values, quantile))
+    return _upper_of_sorted(sorted(map(float, ratios)), quantile)
+
+
+def _upper_of_sorted(values: list, quantile: float) -> float:
+    guard = sorted_quantile(values, quantile)
     if quantile >= 1.0 or len(values) < 2:  # the maximum was asked for, or is all there is
         return guard
-    return min(guard, float(values[-2]))
+    return min(guard, values[-2])
+
+
+def sorted_quantile(values: list, q: float) -> float:
+    """``np.quantile(values, q)`` of ascending ``values`` (its default, linear method), to the
+    bit, without numpy's per-call overhead: a learned guard is refreshed on the request path.
+    ``tests/index/test_start_rule.py`` checks it against numpy."""
+    n = len(values)
+    virtual = (n - 1) * q  # numpy's virtual index for its linear method
+    if virtual >= n - 1:
+        return values[-1]
+    if virtual < 0:
+        return values[0]
+    below = math.floor(virtual)
+    a, b = values[below], values[below + 1]
+    t = virtual - below
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+def _sorted_median(values: list) -> float:
+    """``np.median`` of ascending ``values``, to the bit."""
+    n = len(values)
+    middle = n // 2
+    return values[middle] if n % 2 else (values[middle - 1] + values[middle]) / 2
 
 
 def robust_guard(ratios, quantile: float) -> float:
@@ -107,17 +135,20 @@ def robust_guard(ratios, quantile: float) -> float:
     tail heavier than the law's is kept up to :data:`TAIL_ROOM`. Preemption is left to the
     finishing chance (:meth:`ServingGuards.finish_chance`), which counts every call.
     """
-    values = np.sort(np.fromiter(ratios, float))
-    raw = upper_quantile(values, quantile)
+    values = sorted(map(float, ratios))
+    raw = _upper_of_sorted(values, quantile)
     if quantile >= 1.0 or len(values) < 4:
         return raw
-    median = float(np.median(values))
+    median = _sorted_median(values)
     if not median > 0.0:
         return raw
-    spread = max(float(np.quantile(values, 0.75)) / median, 1.0)
-    modelled = median * spread ** (NormalDist().inv_cdf(quantile) / _Z75)
+    spread = max(sorted_quantile(values, 0.75) / median, 1.0)
+    modelled = median * spread ** (_NORMAL.inv_cdf(quantile) / _Z75)
     return min(raw, TAIL_ROOM * modelled)
 
+
+#: Each item size's band, as the walks met them (a walk asks for it at every feature).
+_BANDS: dict = {}
 
 #: Walks in a band between two looks for records to probe (a look scans the band's records).
 _PROBE_CHECK = 64
@@ -186,7 +217,12 @@ class ServingGuards:
     @staticmethod
     def band(size: float) -> int:
         """The half-octave of ``size`` its guards belong to."""
-        return int(round(2.0 * math.log2(max(float(size), 1.0))))
+        found = _BANDS.get(size)
+        if found is None:
+            if len(_BANDS) >= 4096:
+                _BANDS.clear()
+            found = _BANDS[size] = int(round(2.0 * math.log2(max(float(size), 1.0))))
+        return found
 
     def guards(self, size: float) -> tuple[float, ...]:
         """Per feature, in index order: the learned guard of ``size``'s band where there is one,

@@ -73,7 +73,7 @@ class _Stake:
         own = cost[feature]
         if not own > 0.0:
             return True
-        room = remaining - sum(cost[i] for i in pending[1:])
+        room = remaining - sum(map(cost.__getitem__, pending[1:]))
         # The relative slack keeps an exact fit (a clock that matches the curves) a fit.
         p = self.chance(feature, room / own * (1.0 + 1e-9))
         # A late answer is wrong, and a late-share budget prices it too (polydom.index.serving.lateness).

@@ -11,6 +11,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import polydom
 from polydom.index.serving.guards import TAIL_ROOM, ServingGuards, robust_guard, upper_quantile
@@ -177,3 +179,35 @@ def test_with_the_cpu_clock_even_frequent_preemption_leaves_the_guard_to_the_fea
     assert 0.5 < with_cpu.finish_chance(0, 1.0, 1.4) < 0.7
     clock = CpuJitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
     assert index.select(1.0, 1.4, clock.compute, clock, serving_guards=with_cpu).features == frozenset({"a"})
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.lists(st.floats(1e-6, 50.0, allow_nan=False) | st.just(0.0), min_size=1, max_size=300),
+       st.sampled_from([0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.999, 1.0]) | st.floats(0.5, 1.0))
+def test_the_learned_guards_quantiles_are_numpys_to_the_bit(values, q):
+    """A learned guard is refreshed on the request path without numpy's quantile; it must give
+    numpy's answers exactly, so that guards learn as they did."""
+    import numpy as np
+
+    from polydom.index.serving.guards import _sorted_median, sorted_quantile
+
+    ordered = sorted(values)
+    assert sorted_quantile(ordered, q) == float(np.quantile(np.asarray(values), q))
+    assert _sorted_median(ordered) == float(np.median(np.asarray(values)))
+
+    def old_robust_guard(ratios, quantile):  # the numpy version this replaced
+        v = np.sort(np.fromiter(ratios, float))
+        raw = float(np.quantile(v, quantile))
+        if not (quantile >= 1.0 or len(v) < 2):
+            raw = min(raw, float(v[-2]))
+        if quantile >= 1.0 or len(v) < 4:
+            return raw
+        median = float(np.median(v))
+        if not median > 0.0:
+            return raw
+        spread = max(float(np.quantile(v, 0.75)) / median, 1.0)
+        from statistics import NormalDist
+        modelled = median * spread ** (NormalDist().inv_cdf(quantile) / NormalDist().inv_cdf(0.75))
+        return min(raw, TAIL_ROOM * modelled)
+
+    assert robust_guard(values, q) == old_robust_guard(values, q)
