@@ -2,7 +2,7 @@
 machine was quiet enough to trust the answer.
 
 Only measurement lives here; turning samples into cost polynomials is
-`index.fitting`'s job.
+`polydom.index.costs.fitting`'s job.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Timing is :func:`featurizers.measure_costs` (images resized to square sides, features called in
 shuffled rounds as serving computes them, each timed call primed by an untimed one, on the timing
 thread's CPU clock with wall time beside it; see :func:`measure_feature_costs`), with a warning
-giving the numbers when the machine looked contended or unstable. Fitting is :func:`index.fitting.fit_cost_curve`: a polynomial following
+giving the numbers when the machine looked contended or unstable. Fitting is :func:`polydom.index.costs.fitting.fit_cost_curve`: a polynomial following
 the chosen quantile (the median by default) of the times at each measured size, non-negative
 and non-decreasing on the measured sizes and the domain. Costs are CPU seconds on the machine
 that measured them, as functions of the item size ``n`` (pixel count).
@@ -56,7 +56,7 @@ class CostFit:
     name : str
     curve : CostCurve
         Seconds as a polynomial in the item size ``n``, non-negative and non-decreasing on the
-        measured sizes and ``domain`` (see :func:`index.fitting.fit_cost_curve`).
+        measured sizes and ``domain`` (see :func:`polydom.index.costs.fitting.fit_cost_curve`).
     sizes, seconds : ndarray
         The timed calls: item size and measured time (the timing thread's CPU time) of each.
     quantile : float or "max"
@@ -305,7 +305,7 @@ def measure_feature_costs(
     degree : int
         Degree of the cost polynomials.
     mode : {"track", "cover"}, optional
-        Overrides the choice ``quantile`` makes (see :func:`index.fitting.fit_cost_curve`).
+        Overrides the choice ``quantile`` makes (see :func:`polydom.index.costs.fitting.fit_cost_curve`).
     domain : (lo, hi)
         Sizes the index will serve: every curve is non-negative and non-decreasing there and
         over the measured sizes. Keep ``[0, inf)`` (the default, and ``polydom.build``'s) unless
@@ -523,7 +523,7 @@ def costs_from_extraction(
     (grey squares, :func:`featurizers.resize_square`) are extracted the same way, one after
     another, ``plan.calls_per_side`` at each side, and their calls join the samples. Sizes are
     binned (:func:`bin_sizes`) and each curve follows the ``quantile`` of its feature's calls
-    per bin (:func:`index.fitting.fit_cost_curve`; at the median, through every call unbinned).
+    per bin (:func:`polydom.index.costs.fitting.fit_cost_curve`; at the median, through every call unbinned).
 
     Parameters
     ----------
