@@ -16,6 +16,7 @@ Invariants every backend keeps (checked by its ``check_invariants``):
 from __future__ import annotations
 
 import math
+import operator
 import time
 from abc import ABC, abstractmethod
 from bisect import bisect_left
@@ -166,9 +167,27 @@ class CostSensitiveIndex(StoredIndex, ABC):
             ``cost_guard_by_size``), the guards at the nearest calibrated size, or between two
             the larger of their guards; without ``size`` (or without them), the guards over all
             sizes.
+
+        Notes
+        -----
+        The answer is kept per size while ``params`` holds the same guard lists: to change the
+        guards, assign new lists (as a fit and a refresh do), not edit them in place.
         """
         params = self.params
         guards = params.get("cost_guard")
+        # Read on every walk: kept per size while the params hold the same guard objects.
+        key = (guards, params.get("cost_guard_sizes"), params.get("cost_guard_by_size"))
+        cache = self.__dict__.get("_guards_at")
+        if cache is None or not all(map(operator.is_, cache[0], key)):
+            cache = self.__dict__["_guards_at"] = (key, {})
+        found = cache[1].get(size)
+        if found is None:
+            if len(cache[1]) >= 1024:
+                cache[1].clear()
+            found = cache[1][size] = self._cost_guards(params, guards, size)
+        return found
+
+    def _cost_guards(self, params, guards, size):
         if not guards:
             return (1.0,) * len(self.space)
         _check_guards(guards, len(self.space), "params['cost_guard']")
