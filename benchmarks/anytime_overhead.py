@@ -63,10 +63,10 @@ def _walks(module, index, size: float, budget: float, vectors: dict, cascade: bo
     return (time.perf_counter() - start) / walks, answer
 
 
-def _single_walks(module, index, size: float, budget: float, vectors: dict, walks: int) -> list[float]:
+def _single_walks(module, index, size: float, budget: float, vectors: dict, walks: int, **options) -> list[float]:
     """Seconds of each of ``walks`` single walks with the guards on (the fit's guards, its cost
-    laws and the stake, as a classifier's ``predict`` walks), the first of the size included: each
-    timed on its own, around one ``serve_anytime`` call."""
+    laws and the stake, as a classifier's ``predict`` walks; ``options`` go to ``serve_anytime``),
+    the first of the size included: each timed on its own, around one ``serve_anytime`` call."""
     compute, now = _replayed(index, size, vectors)
     clock = lambda: now[0]  # noqa: E731 - a replayed clock
     seconds = []
@@ -74,29 +74,18 @@ def _single_walks(module, index, size: float, budget: float, vectors: dict, walk
     for _ in range(walks):
         now[0] = 0.0
         start = timer()
-        module.serve_anytime(index, size, budget, compute, clock)
+        module.serve_anytime(index, size, budget, compute, clock, **options)
         seconds.append(timer() - start)
     return seconds
 
 
 def _server_walks(path, size: float, budget: float, vectors: dict, walks: int) -> list[float]:
-    """Seconds of each of ``walks`` single walks of a learning server (``clf.server()``: guards
-    and chances learned from the calls it measures, the CPU clock read around each feature),
-    each timed around one ``serve_anytime`` call, on a fresh load."""
+    """:func:`_single_walks` of a learning server (``clf.server()``: guards and chances learned
+    from the calls it measures, the CPU clock read around each feature), on a fresh load."""
     clf = polydom.CostSensitiveClassifier.load(path)
-    planner = clf.server().planner
-    index = clf.planner_.index
-    compute, now = _replayed(index, size, vectors)
-    clock = lambda: now[0]  # noqa: E731 - a replayed clock
-    seconds = []
-    timer = time.perf_counter
-    for _ in range(walks):
-        now[0] = 0.0
-        start = timer()
-        anytime.serve_anytime(index, size, budget, compute, clock, serving_guards=planner.serving_guards,
-                              cpu_clock=time.thread_time)
-        seconds.append(timer() - start)
-    return seconds
+    guards = clf.server().planner.serving_guards
+    return _single_walks(anytime, clf.planner_.index, size, budget, vectors, walks, serving_guards=guards,
+                         cpu_clock=time.thread_time)
 
 
 def server_walk_rows(path, walks: int, vectors: dict) -> list[str]:
