@@ -13,6 +13,7 @@ from polydom.index.serving.anytime import chain_order, chain_prefixes
 from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore
 
 from .ranking import check_scores, rank_scores, step_needs
+from .search import search_skyline, uses_skyline_search
 from .skyline import PolyDomIndex
 
 __all__ = ["build_polydom", "explore_with_tolerance", "finish_candidates", "index_from_expanded", "train_prefix_chains",
@@ -174,6 +175,8 @@ def build_polydom(
     requires=None,
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
+    search: str = "auto",
+    on_round=None,
 ) -> PolyDomIndex:
     """The PolyDom pipeline on validated inputs: explore the lattice, then index what was trained.
 
@@ -195,25 +198,26 @@ def build_polydom(
         Share one across calls (progressive builds lower alpha over the same trained sets).
     started : float, optional
         ``time.perf_counter()`` when the caller started, for ``stats["build_seconds"]``.
+    search : {"auto", "lattice", "skyline"}, default "auto"
+        How sets are chosen for training (:mod:`polydom.index.search`): ``"lattice"`` explores
+        the lattice with sandwich pruning (``alpha``, ``e`` and ``sandwich`` apply);
+        ``"skyline"`` trains the neighbourhoods of the index's candidates only; ``"auto"`` the
+        lattice up to :data:`~polydom.index.search.LATTICE_SEARCH_MAX_ITEMS` items, else the
+        skyline.
+    on_round : callable, optional
+        ``on_round(round, sets_asked, sets_trained_so_far)`` before each skyline-search batch.
     """
     check_scores(scores)  # an unknown mode fails before anything is trained
     started = time.perf_counter() if started is None else started
     lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
     trained_before = recorder.calls
-    exploration, e_used, e_observed, rounds = explore_with_tolerance(space, lattice_cache, alpha, e, sandwich)
-    explored_at = time.perf_counter()
+    skyline = uses_skyline_search(search, len(space))
     params = dict(
         alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha, tolerance=tolerance,
         measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
-        scores=scores,
+        scores=scores, search="skyline" if skyline else "lattice",
     )
-    stats = dict(
-        trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
-        pruned=len(exploration.pruned), explore_seconds=explored_at - started,
-        e_used=e_used, e_observed=e_observed, exploration_rounds=rounds,
-    )
-    trained = dict(exploration.accuracy)
-
+    stats: dict = {}
     fitted: dict = {}  # the last ranking and what it was ranked from
     needs = step_needs(space, requires)
 
@@ -234,6 +238,23 @@ def build_polydom(
             validate=validate, models={m: recorder.models[m] for m in trained if m in recorder.models},
             stats=stats, params=params, chains=chains, std_error=std_error, measured=measured,
         )
+
+    if skyline:
+        # The candidates of an index over the scores measured so far, compared as they are.
+        exploration = search_skyline(space, lattice_cache, lambda scores: index_of(scores, mode="measured").candidates,
+                                     needs=needs, on_round=on_round)
+        e_used = e_observed = None
+        rounds = exploration.rounds
+    else:
+        exploration, e_used, e_observed, rounds = explore_with_tolerance(space, lattice_cache, alpha, e, sandwich)
+    stats.update(
+        trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
+        pruned=len(exploration.pruned), explore_seconds=time.perf_counter() - started,
+        e_used=e_used, e_observed=e_observed, exploration_rounds=rounds,
+        # Counted in ``trained``: started on idle workers before a verdict, never asked for.
+        speculated=lattice_cache.unasked,
+    )
+    trained = dict(exploration.accuracy)
 
     finishing = getattr(recorder, "can_finish", False)
     if finishing:

@@ -160,7 +160,10 @@ def build(
     **backend_options
         Options of one backend. PolyDom's: ``prefix_chains`` (bool, default True: train the
         prefixes anytime serving falls back to), ``reference_size`` (where chains compare feature
-        costs) and ``scores``: ``"measured"`` (default) ranks sets by the black box's scores as
+        costs), ``search`` (``"auto"``, ``"lattice"`` or ``"skyline"``: how sets are chosen for
+        training, :mod:`polydom.index.search`; ``"auto"`` explores a lattice of up to 2**10 sets
+        and searches the skyline's neighbourhoods above) and ``scores``: ``"measured"``
+        (default) ranks sets by the black box's scores as
         they are; ``"monotone"`` by their weighted isotonic fit on the subset order
         (:func:`polydom.lattice.monotone_scores`, weights ``1 / std_error**2``), which takes the
         luck out of noisy scores -- a superset then never ranks below its subset. The measured
@@ -205,13 +208,16 @@ def build(
         alpha=alpha, e=e, sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, tolerance=tolerance,
         measured_range=measured_range, extrapolate=extrapolate, **backend_options,
     )
+    if "on_round" in spec.options and callable(getattr(progress, "search_round", None)):
+        offered.setdefault("on_round", progress.search_round)  # a skyline search's totals, a round at a time
     requires = check_requires(requires, space.names)
     if requires:
         expand = UsableSets(expand, requires)
         offered["requires"] = requires  # PolyDom orders its prefix chains steps first
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress,
-                             on_finished=getattr(progress, "finished", None))
+                             on_finished=getattr(progress, "finished", None),
+                             on_finish_batch=getattr(progress, "finish_batch", None))
     try:
         index = spec.build(space, curves, recorder, domain=domain,
                            **{k: v for k, v in offered.items() if k in spec.options})

@@ -62,6 +62,8 @@ class ModelRecorder:
         ``on_trained(calls)`` after each trained set, for progress reporting.
     on_finished : callable, optional
         ``on_finished(count)`` after each chunk of :meth:`finish`, with the sets finished so far.
+    on_finish_batch : callable, optional
+        ``on_finish_batch(count)`` when :meth:`finish` starts, with the sets it will finish.
 
     Attributes
     ----------
@@ -100,6 +102,7 @@ class ModelRecorder:
         clock: Callable[[], float] | None = None,
         on_trained: Callable[[int], None] | None = None,
         on_finished: Callable[[int], None] | None = None,
+        on_finish_batch: Callable[[int], None] | None = None,
     ):
         if not callable(expand):
             raise TypeError(f"expand must be callable, got {expand!r}")
@@ -116,6 +119,7 @@ class ModelRecorder:
         self.clock = clock
         self.on_trained = on_trained
         self.on_finished = on_finished
+        self.on_finish_batch = on_finish_batch
         self.models: dict[int, Any] = {}
         self.std_errors: dict[int, float] = {}
         self.rescored_masks: set[int] = set()
@@ -224,6 +228,14 @@ class ModelRecorder:
         out, self._ready = self._ready, []
         return out
 
+    def spare_workers(self) -> int:
+        """Workers with no set in flight: what the explorer may fill with sets it will probably
+        ask for (0 in this process, before the pool opens, or under ``max_expansions``, which
+        counts every set trained)."""
+        if self._pool is None or self.max_expansions is not None:
+            return 0
+        return max(0, self._pool.workers - len(self._in_flight))
+
     @property
     def in_flight(self) -> int:
         """Sets submitted and not yet back."""
@@ -279,6 +291,8 @@ class ModelRecorder:
         errors and the store updated (a finished set replaces its screening there)."""
         todo = [m for m in dict.fromkeys(masks) if m not in self.finished_masks]
         out = {}
+        if todo and self.on_finish_batch is not None:
+            self.on_finish_batch(len(todo))
         # In chunks, so that progress can be reported (and a stop loses at most one chunk).
         for at in range(0, len(todo), self.FINISH_CHUNK):
             chunk = todo[at : at + self.FINISH_CHUNK]

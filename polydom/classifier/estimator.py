@@ -172,7 +172,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         return dict(
             features=self.features, learners=self.learners, cv=self.cv, cache_dir=self.cache_dir,
             n_jobs=self.n_jobs, random_state=self.random_state, progress=self.progress,
-            alpha=selection.alpha, e=selection.e, tolerance=selection.tolerance, scores=selection.scores,
+            alpha=selection.alpha, e=selection.e, search=selection.search, tolerance=selection.tolerance, scores=selection.scores,
             cv_repeats=selection.cv_repeats, finalist_repeats=selection.finalist_repeats,
             scoring=selection.scoring, backend=selection.backend, lambdas=selection.lambdas,
             cost_quantile=timing.quantile, cost_degree=timing.degree, calibrate_costs=timing.calibrate,

@@ -43,7 +43,7 @@ from polydom.costs.measure import TIMING_SHARE, CostFit, bin_sizes, costs_from_e
 from polydom.featurizers import Feature, default_features, item_size, resolve_features, with_steps
 from polydom.lattice.featureset import MAX_FEATURES
 
-from .progress import ProgressLog
+from .progress import ProgressLog, TrainingProgress, sets_in_cache
 
 __all__ = ["FitSettings", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
            "learner_estimator", "MAX_FEATURES"]
@@ -91,6 +91,7 @@ class FitSettings:
     estimator: Any
     alpha: float
     e: Any
+    search: str
     tolerance: Any
     scores: str
     cv: Any
@@ -150,129 +151,6 @@ class FitResult:
     timing_sides: tuple
     stats: dict
     cascade: bool = False
-
-
-class TrainingProgress:
-    """``progress(trained)`` for :func:`polydom.build`: sets trained, their rate, and time left.
-
-    How many sets an exploration trains is not known when it starts (pruning decides as it
-    goes), so the total shown is an upper bound, ``limit``: the lattice's sets not already in the
-    expansion cache. Nothing is claimed beyond it -- no bar that stops at 70 %.
-
-    * On a terminal (``progress`` None or True): a tqdm counter -- sets, rate, elapsed time.
-    * Elsewhere, with ``progress=True`` (a log file, a pipe, CI): plain lines, one at the first
-      set, then at most one every ``every`` seconds, and one when done::
-
-          polydom: training feature sets: 120 trained (at most 256), 4.1 sets/s, 29 s so far, at most 33 s left
-
-      where the time left is for the remaining sets of ``limit`` at the rate so far.
-
-    * ``progress=None`` elsewhere, or ``progress=False``: nothing.
-
-    Parameters
-    ----------
-    progress : bool or None
-    limit : int
-        Most sets this build can train.
-    stream : file, optional
-        Default ``sys.stderr``.
-    every : float, default 10.0
-        Seconds between plain lines.
-    label : str, default "polydom"
-        Prefix of plain lines.
-    clock : callable, default time.monotonic
-    log : polydom.classifier.progress.ProgressLog, optional
-        The fit's log: plain lines come when it says one is due (an interval that grows with
-        the fit) instead of every ``every`` seconds.
-
-    Attributes
-    ----------
-    trained : int
-        Sets trained so far.
-    """
-
-    def __init__(self, progress, limit: int, *, stream=None, every: float = 10.0, label: str = "polydom",
-                 clock=time.monotonic, log=None):
-        self.stream = sys.stderr if stream is None else stream
-        self.limit, self.every, self.label, self.clock, self.log = int(limit), float(every), label, clock, log
-        self.trained = 0
-        self.fully = 0
-        self.bar = None
-        self.lines = False
-        self.started = self.last = clock()
-        terminal = bool(getattr(self.stream, "isatty", lambda: False)())
-        if progress is False or self.limit <= 0:
-            return
-        if terminal:
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:  # tqdm comes with the images extra; plain lines do without it
-                self.lines = True
-            else:
-                self.bar = tqdm(desc=f"training feature sets (at most {self.limit})", unit="set", file=self.stream)
-        else:
-            self.lines = progress is True
-
-    def line(self) -> str:
-        """The progress line as it stands (also what plain mode prints)."""
-        elapsed = self.clock() - self.started
-        rate = self.trained / elapsed if elapsed > 0 else 0.0
-        speed = f"{rate:.1f} sets/s" if rate >= 1 or rate == 0 else f"{1 / rate:.1f} s/set"
-        text = (f"{self.label}: training feature sets: {self.trained} trained (at most {self.limit}), "
-                f"{speed}, {elapsed:.0f} s so far")
-        if rate > 0 and self.trained < self.limit:
-            text += f", at most {(self.limit - self.trained) / rate:.0f} s left"
-        return text
-
-    def _due(self) -> bool:
-        """Whether a plain line is due: when the fit's log says so, else every ``every`` seconds."""
-        return self.log.due() if self.log is not None else self.clock() - self.last >= self.every
-
-    def _print(self, text: str) -> None:
-        self.last = self.clock()
-        print(text, file=self.stream, flush=True)
-        if self.log is not None:
-            self.log.last = self.log.clock()
-
-    def __call__(self, trained: int) -> None:
-        first = self.trained == 0
-        self.trained = trained
-        if self.bar is not None:
-            self.bar.update(trained - self.bar.n)
-        elif self.lines and (first or self._due()):
-            self._print(self.line())
-
-    def finished(self, count: int) -> None:
-        """``count`` screened sets trained fully so far (a plain line when one is due)."""
-        self.fully = count
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"{count} trained fully")
-        elif self.lines and self._due():
-            self._print(f"{self.label}: training the sets that could be served fully: {count} so far, "
-                        f"{self.clock() - self.started:.0f} s since training began")
-
-    def close(self, done: bool = True) -> None:
-        """Close the bar, or print the last line (how many sets were trained, and how fast) --
-        unless the build did not finish (``done=False``): its caller says what happened."""
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-        elif self.lines and self.trained and done:
-            elapsed = self.clock() - self.started
-            what = (f"screened {self.trained} feature sets and trained {self.fully} fully" if self.fully
-                    else f"trained {self.trained} feature sets")
-            print(f"{self.label}: {what} in {elapsed:.0f} s", file=self.stream, flush=True)
-            self.lines = False
-
-
-def sets_in_cache(cache, key: str | None) -> int:
-    """Sets already in the expansion cache under ``key`` (0 without a cache or a key)."""
-    if cache is None or key is None or not os.path.isdir(cache):
-        return 0
-    from ..cache import ExpansionStore
-
-    with ExpansionStore(cache, key) as store:
-        return len(store)
 
 
 def expansion_cache_key(matrix, y, splits, estimator, scoring) -> str:
@@ -338,7 +216,7 @@ def _cascade_folds(y, groups, random_state):
     return make_splits(int(max(2, min(CASCADE_FOLDS, units))), y, groups, random_state)
 
 
-def _measure_costs(images, sizes, matrix, items, s: FitSettings, say) -> dict[str, CostFit]:
+def _measure_costs(images, sizes, matrix, items, s: FitSettings, say, counter=None) -> dict[str, CostFit]:
     """The timing pass: cost curves from the extraction's own calls, plus what they lack.
 
     Sequential calls are the samples (a parallel extraction's calls shared the machine: a
@@ -363,7 +241,8 @@ def _measure_costs(images, sizes, matrix, items, s: FitSettings, say) -> dict[st
                        repeats=s.timing_repeats, budget=max(0.0, budget - (time.perf_counter() - started)))
     say(f"timing {len(s.features)} features: the training images' own calls, and {plan.describe()}")
     fits = costs_from_extraction(items, images, serial, serial_sizes, plan=plan, quantile=s.cost_quantile,
-                                 degree=s.cost_degree, random_state=s.random_state)
+                                 degree=s.cost_degree, random_state=s.random_state,
+                                 progress=None if counter is None else counter("timing resized copies", 0, "copies"))
     if s.calibrate_costs:
         fits = calibrate_fits(fits, images, items, matrix, sizes, parallel=parallel, quantile=guard_quantile(s),
                               random_state=s.random_state, sample=sample)
@@ -458,7 +337,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
                               progress=log.counter("computing features", len(images), "images") if plain else bars)
 
     t1 = time.perf_counter()
-    fits = _cost_fits(images, sizes, matrix, items, s, say, data_key)
+    fits = _cost_fits(images, sizes, matrix, items, s, say, data_key, log.counter if plain else None)
     t2 = time.perf_counter()
     splits, rescore_splits = _folds(s, y, groups)
     learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring,
@@ -506,7 +385,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     )
 
 
-def _cost_fits(images, sizes, matrix, items, s: FitSettings, say, data_key) -> dict:
+def _cost_fits(images, sizes, matrix, items, s: FitSettings, say, data_key, counter=None) -> dict:
     """Each item's cost fit: read from the cache where the timing inputs are unchanged, else
     measured now (and cached)."""
     timing_key = (data_key, None if s.timing_sides is None else tuple(s.timing_sides), s.timing_repeats,
@@ -515,7 +394,7 @@ def _cost_fits(images, sizes, matrix, items, s: FitSettings, say, data_key) -> d
     cached = _cost_cache(s, timing_key)
     fits = cached.read() if cached is not None else None
     if fits is None:
-        fits = _measure_costs(images, sizes, matrix, items, s, say)
+        fits = _measure_costs(images, sizes, matrix, items, s, say, counter)
         if cached is not None:
             cached.write(fits)
     else:
@@ -536,6 +415,7 @@ def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requir
         "scores": s.scores,
         "measured_range": _measured_range(fits),
         "extrapolate": s.extrapolate,
+        "search": s.search,  # PolyDom's lattice or skyline search (polydom.index.search)
     }
     options: dict[str, Any] = {k: v for k, v in offered.items() if k in spec.options}
     if s.lambdas is not None:

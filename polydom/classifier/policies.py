@@ -18,6 +18,7 @@ from __future__ import annotations
 from sklearn.base import BaseEstimator
 
 from polydom.index.ranking import SCORE_MODES
+from polydom.index.search import SEARCH_MODES
 
 from .constraints import Boolean, Integer, NoneValue, Options, Real, Satisfies, SequenceOf, validate_params
 
@@ -82,6 +83,13 @@ class Selection(Policy):
     e : float or "auto", default "auto"
         Monotonicity tolerance of the lattice exploration; ``"auto"`` measures it on the trained
         sets (``index_.stats["e_used"]``).
+    search : {"auto", "lattice", "skyline"}, default "auto"
+        How a PolyDom build chooses the sets it trains. ``"lattice"``: the paper's exploration
+        with sandwich pruning (``alpha`` and ``e`` apply), exact over the lattice. ``"skyline"``:
+        only the neighbourhoods of the sets the index could serve (one feature added, dropped or
+        swapped), until every servable set is a local optimum; it trains a few thousand sets at
+        sixteen features where the lattice holds 131,072. ``"auto"``: the lattice up to ten
+        items (nine features and the grey step), the skyline above (``docs/decisions/skyline-search.md``).
     tolerance : float or None, default 0.0
         Among affordable sets within ``tolerance`` of the best, serve the cheapest. ``0``: the
         most accurate (the paper's rule); ``None``: within one standard error of the difference.
@@ -102,6 +110,7 @@ class Selection(Policy):
         "backend": [Satisfies(lambda v: _buildable(v), "a buildable backend name")],
         "alpha": [Real(low=1.0)],
         "e": [Real(low=0.0), Options(("auto",))],
+        "search": [Options(SEARCH_MODES)],
         "tolerance": [NoneValue(), Real(low=0.0)],
         "scores": [Options(SCORE_MODES)],
         "cv_repeats": [Integer(low=1)],
@@ -111,10 +120,11 @@ class Selection(Policy):
     }
 
     def __init__(self, backend="polydom", alpha=1.0, e="auto", tolerance=0.0, scores="bounded", cv_repeats=1,
-                 finalist_repeats=2, scoring="accuracy", lambdas=None):
+                 finalist_repeats=2, scoring="accuracy", lambdas=None, search="auto"):
         self.backend = backend
         self.alpha = alpha
         self.e = e
+        self.search = search
         self.tolerance = tolerance
         self.scores = scores
         self.cv_repeats = cv_repeats

@@ -20,7 +20,7 @@ The index is published only when everything succeeded; the exit code is 0 exactl
 Exit codes follow ``polydom --help``: 1 the build failed (the learner raised, a limit was hit,
 publishing failed); 2 a bad SPEC or bad options; 130 interrupted, with the sets trained so far
 kept in the ``--cache``. Progress: a counter on a terminal, plain lines otherwise
-(:class:`polydom.classifier.pipeline.TrainingProgress`). The learner's warnings are counted per trained set
+(:class:`polydom.classifier.progress.TrainingProgress`). The learner's warnings are counted per trained set
 and reported in one line at the end.
 """
 
@@ -189,7 +189,7 @@ def _check_options(args) -> None:
 def _build_black_box(obj, args):
     import polydom
     from polydom.classifier.blackbox import CountingExpand
-    from polydom.classifier.pipeline import TrainingProgress, sets_in_cache
+    from polydom.classifier.progress import TrainingProgress, sets_in_cache
 
     cache_key = args.cache_key or _get(obj, "cache_key")
     if args.cache and not cache_key:

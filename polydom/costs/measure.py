@@ -512,6 +512,7 @@ def costs_from_extraction(
     quantile: float | str = 0.5,
     degree: int = 2,
     random_state=None,
+    progress=None,
 ) -> dict[str, CostFit]:
     """Cost curves from the calls the training extraction timed, plus the sides ``plan`` adds.
 
@@ -542,6 +543,8 @@ def costs_from_extraction(
         As for :func:`measure_feature_costs`.
     random_state : int, optional
         Which images are resized, and the order of the calls.
+    progress : callable, optional
+        ``progress(done, total)`` as the resized copies are timed (plain log lines).
 
     Returns
     -------
@@ -560,8 +563,8 @@ def costs_from_extraction(
         jobs = [(side, pool[k % len(pool)]) for side in plan.sides for k in range(plan.calls_per_side)]
         jobs = [jobs[i] for i in rng.permutation(len(jobs))]  # no side always after another
         try:
-            timed = extract_features([resize_square(images[i], side) for side, i in jobs], features, progress=False,
-                                     steps=False)
+            timed = extract_features([resize_square(images[i], side) for side, i in jobs], features,
+                                     progress=progress if progress is not None else False, steps=False)
         except FeatureError as exc:
             if exc.index is None:
                 raise

@@ -50,7 +50,8 @@ def _same_index(a, b):
     assert a.explored == b.explored
     assert list(a.exploration.accuracy.items()) == list(b.exploration.accuracy.items())
     assert a.exploration.pruned == b.exploration.pruned
-    assert a.stats["trained"] == b.stats["trained"]
+    # A parallel build may also have trained, on idle workers, sets no verdict asked for.
+    assert a.stats["trained"] == b.stats["trained"] - b.stats["speculated"]
 
 
 def _build_on(engine, costs, expand, **options):

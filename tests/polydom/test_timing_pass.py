@@ -123,3 +123,31 @@ def test_a_fit_logs_every_step_when_progress_goes_to_a_log(digits, capsys):
     assert "polydom: computing 4 features of" in err
     assert "polydom: timing 4 features: the training images' own calls" in err
     assert "polydom: screened " in err and "fully in" in err
+
+
+def test_training_lines_give_a_total_and_the_time_left_in_every_phase():
+    from polydom.classifier.progress import TrainingProgress
+
+    now = [0.0]
+    out = io.StringIO()
+    bar = TrainingProgress(True, 2**17, stream=out, every=1.0, clock=lambda: now[0])
+    # A skyline search: the total is what its rounds asked for so far.
+    bar.search_round(0, 36, 0)
+    for done in range(1, 37):
+        now[0] += 0.1
+        bar(done)
+    bar.search_round(1, 120, 36)
+    for done in range(37, 100):
+        now[0] += 0.1
+        bar(done)
+    lines = out.getvalue().splitlines()
+    assert any("searching the skyline, round 1:" in line and "of 156 asked so far" in line
+               and "s left in this round" in line for line in lines)
+    # Finishing: each batch's size is the total, the time left is at the batch's own rate.
+    bar.finish_batch(40)
+    for done in range(10, 41, 10):
+        now[0] += 2.0
+        bar.finished(done)
+    finishing = [line for line in out.getvalue().splitlines() if "could be served fully" in line]
+    assert finishing and all("of 40 asked so far" in line for line in finishing)
+    assert "about 6 s left in this batch" in finishing[0]  # 10 sets in 2 s, 30 to go
