@@ -251,8 +251,6 @@ def build_polydom(
         trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
         pruned=len(exploration.pruned), explore_seconds=time.perf_counter() - started,
         e_used=e_used, e_observed=e_observed, exploration_rounds=rounds,
-        # Counted in ``trained``: started on idle workers before a verdict, never asked for.
-        speculated=lattice_cache.unasked,
     )
     trained = dict(exploration.accuracy)
 

@@ -33,8 +33,6 @@ class ExpansionCache:
         Sets submitted and not yet back (always empty for a black box that does not stream).
     calls : int
         Number of sets the black box was asked to train (and answered).
-    asked, speculated : set of int
-        Sets asked for, and sets started on speculation (:meth:`submit`).
     value_bounds : (float, float)
         What a pending set's accuracy may turn out to be: the streaming black box's
         ``value_bounds``, else anything.
@@ -52,17 +50,9 @@ class ExpansionCache:
         self.accuracy: dict[int, float] = {}
         self.pending: set[int] = set()
         self.calls = 0
-        self.asked: set[int] = set()
-        self.speculated: set[int] = set()
         self._arrivals: list[int] = []
 
-    @property
-    def unasked(self) -> int:
-        """Sets trained on speculation that no call has asked for (yet)."""
-        return len((self.speculated - self.asked) & self.accuracy.keys())
-
     def __call__(self, mask: int) -> float:
-        self.asked.add(mask)
         acc = self.accuracy.get(mask)
         if acc is None:
             if mask in self.pending:
@@ -82,15 +72,8 @@ class ExpansionCache:
             self.collect()
         return [self.accuracy[m] for m in masks]
 
-    def submit(self, masks: list[int], speculative: bool = False) -> None:
-        """Ask for ``masks``: a streaming black box starts them and returns; another trains them now.
-
-        ``speculative`` sets were started before anyone asked for them (:meth:`spare`): they are
-        counted in :attr:`unasked` until a later call asks for them."""
-        if speculative:
-            self.speculated.update(m for m in masks if m not in self.asked)
-        else:
-            self.asked.update(masks)
+    def submit(self, masks: list[int]) -> None:
+        """Ask for ``masks``: a streaming black box starts them and returns; another trains them now."""
         todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending]
         if not todo:
             return
@@ -129,14 +112,6 @@ class ExpansionCache:
             self._stream.cancel()
             self._absorb(self._stream.collect(block=False))
         self.pending.clear()
-
-    def spare(self) -> int:
-        """How many more sets a streaming black box could start now without a worker waiting
-        for them to be asked (its ``spare_workers()``); 0 for one that does not stream or say."""
-        if self._stream is None:
-            return 0
-        spare = getattr(self._stream, "spare_workers", None)
-        return max(0, int(spare())) if callable(spare) else 0
 
     def arrivals(self) -> list[int]:
         """Sets that became known since the last call (each reported once)."""

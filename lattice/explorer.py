@@ -245,14 +245,9 @@ class _LayerLoop:
                     self.arrays.resolve(m, self.cache.accuracy[m])
         return arrived
 
-    def settle(self, items: list[int], decide, on_decided, speculate: bool = False) -> None:
+    def settle(self, items: list[int], decide, on_decided) -> None:
         """Decide every item; ``decide(x) -> (True | False | None, blockers)`` is retried when one
-        of its blockers (sets in flight it depends on) comes back.
-
-        With ``speculate`` (items are sets a verdict of False asks for), undecided items start
-        training while workers would otherwise idle: a sandwich test rarely prunes on real
-        scores, so most are asked for anyway. Their results only enter the cache; the
-        exploration records a set only when its verdict asks for it."""
+        of its blockers (sets in flight it depends on) comes back."""
         cache = self.cache
         self.absorb()  # what came back since: the tests must see it (a stale interval would wait on nothing)
         decided: set[int] = set()
@@ -273,22 +268,9 @@ class _LayerLoop:
                 return
             arrived = self.absorb()
             while not any(b in waiting for b in arrived):
-                if speculate:
-                    self.speculate(waiting, decided)
                 cache.collect()
                 arrived = self.absorb()
             todo = sorted({x for b in arrived for x in waiting.pop(b, ()) if x not in decided}, key=canonical_key)
-
-    def speculate(self, waiting: dict[int, list[int]], decided: set[int]) -> None:
-        """Start the undecided sets, in canonical order, on the workers that would idle."""
-        cache = self.cache
-        room = cache.spare()
-        if room <= 0:
-            return
-        undecided = {x for xs in waiting.values() for x in xs if x not in decided}
-        fresh = [x for x in sorted(undecided, key=canonical_key) if x not in cache.accuracy and x not in cache.pending]
-        if fresh:
-            cache.submit(fresh[:room], speculative=True)
 
     def test(self, s: int, bottom: set[int], top: set[int]):
         """Whether ``s`` is sandwiched: True, False, or None with the sets in flight it waits on."""
@@ -336,8 +318,6 @@ class _LayerLoop:
             active_top, active_bot = next_top, next_bot
         while any(m in cache.pending for m in self.order):
             cache.collect()
-        if cache.pending:  # sets started on speculation that no verdict asked for
-            cache.cancel()
         self.absorb()
         for m in self.order:
             result.accuracy[m] = cache.accuracy[m]
@@ -363,7 +343,7 @@ class _LayerLoop:
             if not sandwiched:
                 wanted.append(s)
 
-        self.settle(candidates, lambda s: self.test(s, bottom, top), on_tested, speculate=True)
+        self.settle(candidates, lambda s: self.test(s, bottom, top), on_tested)
         newly = [s for s in candidates if not verdicts[s]]
         self.result.pruned.update(s for s in candidates if verdicts[s])
         for s in newly:

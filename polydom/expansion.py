@@ -228,14 +228,6 @@ class ModelRecorder:
         out, self._ready = self._ready, []
         return out
 
-    def spare_workers(self) -> int:
-        """Workers with no set in flight: what the explorer may fill with sets it will probably
-        ask for (0 in this process, before the pool opens, or under ``max_expansions``, which
-        counts every set trained)."""
-        if self._pool is None or self.max_expansions is not None:
-            return 0
-        return max(0, self._pool.workers - len(self._in_flight))
-
     @property
     def in_flight(self) -> int:
         """Sets submitted and not yet back."""
