@@ -16,13 +16,15 @@ import io
 import os
 import stat
 import struct
+import time
 
 import numpy as np
 
 from .errors import ImageError, ImageNotFoundError, ImageTooLargeError
 from .image_features import validate_image
 
-__all__ = ["is_encoded", "is_pil_image", "header_shape", "pixel_count", "decode_image", "as_array", "read_image_folder",
+__all__ = ["is_encoded", "is_pil_image", "header_shape", "pixel_count", "decode_image", "DecodeDeadline", "as_array",
+           "read_image_folder",
            "pixel_limit", "set_pixel_limit", "IMAGE_FORMATS"]
 
 #: PIL modes decoded to grey (``"L"``); every other mode decodes to ``"RGB"``.
@@ -112,6 +114,37 @@ class _BoundedReader(io.RawIOBase):
         return self._file.tell()
 
 
+class DecodeDeadline(Exception):
+    """A decode given a deadline passed it (:func:`decode_image`): the caller answers without the
+    pixels. Control flow between polydom's own parts, not an error in the image."""
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A read-only view of a binary file that raises :class:`DecodeDeadline` once ``clock()``
+    passes ``deadline``. Pillow reads a file in blocks while it decodes (64 KiB for JPEG), so a
+    decode stops within a block of its deadline."""
+
+    def __init__(self, file, deadline: float, clock):
+        self._file, self._deadline, self._clock = file, deadline, clock
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def readinto(self, buffer):
+        if self._clock() > self._deadline:
+            raise DecodeDeadline("the decode passed its deadline")
+        return self._file.readinto(buffer)
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        return self._file.seek(offset, whence)
+
+    def tell(self):
+        return self._file.tell()
+
+
 def _open_file(path, where):
     """A binary file object for ``path`` when it is a regular file: opened without blocking, so a
     FIFO or a device is refused at once rather than waited on."""
@@ -131,9 +164,10 @@ def _open_file(path, where):
         raise
 
 
-def _open(item, index, *, header_only=False):
+def _open(item, index, *, header_only=False, deadline=None, clock=None):
     """``item`` opened as a PIL image of one of :data:`IMAGE_FORMATS`, its size checked against
-    :func:`pixel_limit`; with ``header_only``, no more than :data:`HEADER_READ_LIMIT` bytes read."""
+    :func:`pixel_limit`; with ``header_only``, no more than :data:`HEADER_READ_LIMIT` bytes read;
+    with ``deadline``, every read past it raises :class:`DecodeDeadline`."""
     from PIL import Image, UnidentifiedImageError
 
     where = _where(index)
@@ -141,6 +175,8 @@ def _open(item, index, *, header_only=False):
     file = io.BytesIO(bytes(item)) if encoded else _open_file(item, where)
     what = f"{len(bytes(item))} bytes" if encoded else f"file {os.fspath(item)!r}"
     stream = _BoundedReader(file, HEADER_READ_LIMIT) if header_only else file
+    if deadline is not None:
+        stream = _DeadlineReader(stream, deadline, clock or time.perf_counter)
     try:
         image = Image.open(stream, formats=IMAGE_FORMATS)
     except UnidentifiedImageError:
@@ -154,6 +190,9 @@ def _open(item, index, *, header_only=False):
     except (OSError, ValueError, SyntaxError, EOFError, struct.error) as exc:
         file.close()
         raise ImageError(f"{where}: cannot read {what} as an image: {exc}") from None
+    except DecodeDeadline:
+        file.close()
+        raise
     width, height = image.size
     if width * height > _pixel_limit:
         image.close()
@@ -195,11 +234,17 @@ def _pixels(image) -> np.ndarray:
     return np.asarray(image)
 
 
-def decode_image(item, *, index=None) -> np.ndarray:
+def decode_image(item, *, index=None, deadline: float | None = None, clock=None) -> np.ndarray:
     """The pixels of an encoded image (path or bytes), checked as the features need them.
+
+    With ``deadline`` (on ``clock``, default :func:`time.perf_counter`), the decode stops at the
+    first block it reads after the deadline and raises :class:`DecodeDeadline`: serving gives
+    up a decode that can no longer leave time for a feature, instead of answering late.
 
     Raises
     ------
+    DecodeDeadline
+        ``deadline`` passed during the decode.
     ImageNotFoundError
         No such file.
     ImageTooLargeError
@@ -207,7 +252,7 @@ def decode_image(item, *, index=None) -> np.ndarray:
     ImageError
         Not an image polydom reads, damaged, or one the features refuse (too small, ...).
     """
-    with _open(item, index) as image:
+    with _open(item, index, deadline=deadline, clock=clock) as image:
         try:
             image.load()
         except (OSError, ValueError, SyntaxError, EOFError, struct.error) as exc:  # truncated or damaged

@@ -141,7 +141,8 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
         Each item came encoded and took this long to decode. Replayed as serving decodes
         (:meth:`~polydom.serving.planner.ServingPlanner.serve`): only where the planner's
         guarded decode curve fits the budget, the walk getting what the decode leaves, the
-        decode counted in the measured time; otherwise nothing is computed.
+        decode counted in the measured time, and given up (nothing computed) where it runs
+        past the point at which no feature could follow it; otherwise nothing is computed.
     late_price : LatePrice, optional
         A late-share budget (:class:`~polydom.index.serving.lateness.LatePrice`), priced and adjusted
         over the replayed answers as a server's is over real ones.
@@ -179,8 +180,10 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
             spent, left = 0.0, float(budget)
             if decode_seconds is not None:
                 if decode_fits(decode, float(sizes[i]), left, planner.index):
-                    spent = float(decode_seconds[i])
-                    left = max(left - spent, 0.0)
+                    # Given up where no feature could follow it, as serving gives it up.
+                    cutoff = left - planner.cheapest_feature(planner.index, float(sizes[i]))
+                    spent = min(float(decode_seconds[i]), max(cutoff, 0.0))
+                    left = max(left - spent, 0.0) if spent == float(decode_seconds[i]) else 0.0
                 else:
                     left = 0.0
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), left,

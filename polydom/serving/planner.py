@@ -28,7 +28,7 @@ from polydom.costs.calibration import DEFAULT_GUARD_QUANTILE
 from polydom.costs.decode import decode_fits
 from polydom.errors import PolydomError
 from polydom.featurizers import Feature
-from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
+from polydom.featurizers.sources import DecodeDeadline, as_array, decode_image, header_shape, is_encoded
 from polydom.index.base import StoredIndex
 from polydom.index.serving.anytime import FeatureTimeout, prepared
 from polydom.index.serving.guards import ServingGuards
@@ -273,15 +273,23 @@ class ServingPlanner:
         polydom.featurizers.FeatureError
             A feature failed, naming it and the item.
         """
-        decoded = 0.0
+        decoded, abandoned = 0.0, False
         if is_encoded(image):
-            start = time.perf_counter()
+            start, begun = time.perf_counter(), self.clock()
             height, width = header_shape(image, index=i)
             size = height * width
-            if decode_fits(self.decode, size, budget, _version_of(self.index)):
-                array = decode_image(image, index=i)
+            version = _version_of(self.index)
+            if decode_fits(self.decode, size, budget, version):
+                # A decode that runs past the point where no feature could follow is given up:
+                # the answer then computes nothing, on time (docs/decisions/decoding.md).
+                try:
+                    array = decode_image(image, index=i, clock=self.clock,
+                                         deadline=begun + budget - self.cheapest_feature(version, size))
+                except DecodeDeadline:
+                    array, budget, abandoned = None, 0.0, True
+                else:
+                    budget = max(budget - (time.perf_counter() - start), 0.0)
                 decoded = time.perf_counter() - start
-                budget = max(budget - decoded, 0.0)
             else:
                 array, budget = None, 0.0  # no time to decode: nothing can be computed
         else:
@@ -324,11 +332,16 @@ class ServingPlanner:
         readable = tuple((kind, tuple(sorted(space.frozenset(v))) if isinstance(v, int) else v) for kind, v in steps)
         plan = self.plan(choice.key, index)
         x = np.concatenate([computed[n] for n in plan.names]) if plan.names else _EMPTY
-        if decoded:
+        if decoded and not abandoned:  # a decode given up is timed, not listed as done
             readable = (("decode", ()),) + readable
         # Nothing computed, nothing spent: the clock's own overhead is not extraction time.
         walked = tuple(name for name in computed if features[name].dimension != 0)  # features, not steps
         return Served(choice, plan, x, (choice.cost if computed else 0.0) + decoded, size, readable, index, walked)
+
+    def cheapest_feature(self, index, size: float) -> float:
+        """Predicted seconds of the cheapest feature at ``size``, with the steps it needs."""
+        return min((index.cost_of([name], size) for name, feature in self.features.items()
+                    if feature.dimension != 0 and name in index.space.names), default=0.0)
 
     # ------------------------------------------------------------------ many images
 

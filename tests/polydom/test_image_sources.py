@@ -118,6 +118,48 @@ def test_a_decode_that_buys_no_feature_is_not_done(files):
     assert ("decode", ()) not in e.steps and e.computed == () and e.measured_cost == 0.0
 
 
+def test_a_decode_with_a_deadline_stops_at_the_next_block_it_reads(files, tmp_path):
+    from polydom.featurizers.sources import DecodeDeadline
+
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 256, (600, 800, 3), dtype=np.uint8)  # incompressible: many blocks to read
+    data = _encoded(noise, "PNG")
+    path = tmp_path / "noise.png"
+    path.write_bytes(data)
+    for item in (data, str(path)):
+        reads = [0]
+
+        def clock():
+            reads[0] += 1
+            return float(reads[0])
+
+        with pytest.raises(DecodeDeadline):
+            decode_image(item, deadline=3.0, clock=clock)
+        assert reads[0] == 4  # the read after the deadline stops it, not the end of the file
+        # A deadline never reached changes nothing.
+        assert np.array_equal(decode_image(item, deadline=math.inf), decode_image(item))
+
+
+def test_a_decode_that_overruns_is_given_up_and_the_answer_is_on_time(files, tmp_path):
+    """A decode predicted to fit but slower than predicted stops where no feature could follow
+    it: the answer computes nothing and is not late."""
+    arrays, paths, _, clf = files
+    big = [p for p, a in zip(paths["PNG"], arrays) if a.shape[0] == 48][0]
+    planner = clf.server().planner
+    budget = 1.0
+    now = [0.0]
+
+    def clock():  # every read of the file costs a second: the decode overruns any budget
+        now[0] += 1.0
+        return now[0]
+
+    planner.clock = clock
+    served = planner.serve(big, 0, budget)
+    assert served.computed == () and not served.plan.names
+    assert served.measured < budget  # on the real clock: the decode stopped at once
+    assert ("decode", ()) not in served.steps
+
+
 def test_a_classifier_fitted_on_arrays_learns_what_decoding_costs(files, fast_params):
     arrays, paths, labels, _ = files
     clf = polydom.CostSensitiveClassifier(features=NAMES, **fast_params).fit(arrays, labels)
