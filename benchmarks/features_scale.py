@@ -6,7 +6,7 @@ the other kind (15-60% of the area) and every one carries sensor-like noise, so 
 feature settles the question. 240 pictures train, 120 are held out.
 
 Features are added in a fixed order: the ten built-in ones (cheapest first), then the six of
-``benchmarks/scale_features.py`` (colour statistics, saturation histogram, grey-level entropy,
+``benchmarks/lab/scale_features.py`` (colour statistics, saturation histogram, grey-level entropy,
 palette size, flat share, a face count with scikit-image's bundled cascade).
 
 1. **Extraction**, once: every feature of every training picture, one after another (default
@@ -44,7 +44,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import scale_features  # noqa: E402  (registers the custom features)
+from lab import scale_features  # noqa: E402  (registers the custom features)
 
 BUILTIN_ORDER = ("size_meta", "intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "glcm", "harris",
                  "hog", "gabor")

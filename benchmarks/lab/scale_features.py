@@ -2,7 +2,7 @@
 
 Each is a plain ``polydom.feature`` over the whole image, so its cost grows with the pixel count
 as the built-in ones do. Importing this module registers them; a fresh process that loads an
-index using them trusts the module by name (``feature_modules=["scale_features"]``).
+index using them trusts the module by name (``feature_modules=["lab.scale_features"]``).
 """
 
 from __future__ import annotations
