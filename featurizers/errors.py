@@ -7,8 +7,13 @@ message names the item (``image (item 3): ...``).
 
 from polydom.lattice.errors import PolydomError, PolydomWarning
 
-__all__ = ["ImageError", "ImageTypeError", "ImageNotFoundError", "ImageTooLargeError",
+__all__ = ["DecodeDeadline", "ImageError", "ImageTypeError", "ImageNotFoundError", "ImageTooLargeError",
            "FeatureError", "UnknownFeatureError", "FeatureSourceError", "CostMeasurementWarning"]
+
+
+class DecodeDeadline(PolydomError):
+    """A decode given a deadline passed it (:func:`polydom.featurizers.sources.decode_image`):
+    serving then answers without the pixels, on time. Raised between polydom's own parts."""
 
 
 class ImageError(PolydomError, ValueError):

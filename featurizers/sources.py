@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from .errors import ImageError, ImageNotFoundError, ImageTooLargeError
+from .errors import DecodeDeadline, ImageError, ImageNotFoundError, ImageTooLargeError
 from .image_features import validate_image
 
 __all__ = ["is_encoded", "is_pil_image", "header_shape", "pixel_count", "decode_image", "DecodeDeadline", "as_array",
@@ -112,11 +112,6 @@ class _BoundedReader(io.RawIOBase):
 
     def tell(self):
         return self._file.tell()
-
-
-class DecodeDeadline(Exception):
-    """A decode given a deadline passed it (:func:`decode_image`): the caller answers without the
-    pixels. Control flow between polydom's own parts, not an error in the image."""
 
 
 class _DeadlineReader(io.RawIOBase):

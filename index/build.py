@@ -155,6 +155,17 @@ def train_prefix_chains(index_of, trained: dict, lattice_cache: ExpansionCache, 
                 trained.update(finish(need))
 
 
+def _choose_sets(skyline: bool, space, lattice_cache, index_of, needs, on_round, alpha, e, sandwich):
+    """The sets to train: the skyline search's or the lattice exploration's, as
+    ``(exploration, e_used, e_observed, rounds)``."""
+    if not skyline:
+        return explore_with_tolerance(space, lattice_cache, alpha, e, sandwich)
+    # The candidates of an index over the scores measured so far, compared as they are.
+    exploration = search_skyline(space, lattice_cache, lambda scores: index_of(scores, mode="measured").candidates,
+                                 needs=needs, on_round=on_round)
+    return exploration, None, None, exploration.rounds
+
+
 def build_polydom(
     space: FeatureSpace,
     curves: Sequence[CostCurve],
@@ -217,8 +228,7 @@ def build_polydom(
         measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
         scores=scores, search="skyline" if skyline else "lattice",
     )
-    stats: dict = {}
-    fitted: dict = {}  # the last ranking and what it was ranked from
+    stats, fitted = {}, {}  # what the index reports; the last ranking and what it was ranked from
     needs = step_needs(space, requires)
 
     def index_of(trained, chains=None, mode=None):
@@ -239,14 +249,8 @@ def build_polydom(
             stats=stats, params=params, chains=chains, std_error=std_error, measured=measured,
         )
 
-    if skyline:
-        # The candidates of an index over the scores measured so far, compared as they are.
-        exploration = search_skyline(space, lattice_cache, lambda scores: index_of(scores, mode="measured").candidates,
-                                     needs=needs, on_round=on_round)
-        e_used = e_observed = None
-        rounds = exploration.rounds
-    else:
-        exploration, e_used, e_observed, rounds = explore_with_tolerance(space, lattice_cache, alpha, e, sandwich)
+    exploration, e_used, e_observed, rounds = _choose_sets(skyline, space, lattice_cache, index_of, needs, on_round,
+                                                           alpha, e, sandwich)
     stats.update(
         trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
         pruned=len(exploration.pruned), explore_seconds=time.perf_counter() - started,
