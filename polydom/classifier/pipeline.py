@@ -439,15 +439,15 @@ def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requir
 
 
 def _store_serving_params(index, fits, s: FitSettings) -> None:
-    """Store with the index what its walks read: the fit's guards and cost laws, the quantile
-    serving learns its guards at, and whether each start is capped."""
-    # Params are stored with the index: anytime walks (PolyDom's and Greedy's) read the guards.
-    index.params["cost_guard"] = [float(fits[name].guard) for name in index.space.names]
-    # Serving learns its guards at the same quantile, unless told not to.
-    index.params["cost_guard_quantile"] = guard_quantile(s) if s.learn_guards else None
-    index.params.update(guard_table({name: fits[name].guard_by_size for name in index.space.names}, index.space.names))
-    # PolyDom's walk weighs each start by its chance to finish, read from the measured laws; a
-    # per-start cap by the guards only where the user asked for one (Serving(guard=...)).
-    index.params.update(law_table({name: (fits[name].law, fits[name].law_by_size) for name in index.space.names},
-                                  index.space.names))
-    index.params["start_cap"] = s.cost_guard is not None
+    """Store with the index what its walks read (:class:`~polydom.index.serving.params.ServingParams`):
+    the fit's guard ratios and the quantile they were taken at, whether a server learns its own,
+    the cost laws, and whether each start is capped (``Serving(guard=...)`` given)."""
+    from polydom.index.serving.params import ServingParams
+
+    names = index.space.names
+    record = ServingParams.from_tables(
+        [fits[name].guard for name in names], guard_quantile(s), learn_guards=s.learn_guards,
+        guard_table=guard_table({name: fits[name].guard_by_size for name in names}, names),
+        law_table=law_table({name: (fits[name].law, fits[name].law_by_size) for name in names}, names),
+        start_cap=s.cost_guard is not None)
+    index.params.update(record.to_params())
