@@ -217,7 +217,8 @@ def build(
     store = _open_store(cache, cache_key)
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress,
                              on_finished=getattr(progress, "finished", None),
-                             on_finish_batch=getattr(progress, "finish_batch", None))
+                             on_finish_batch=getattr(progress, "finish_batch", None),
+                             on_rescored=getattr(progress, "rescored", None))
     try:
         index = spec.build(space, curves, recorder, domain=domain,
                            **{k: v for k, v in offered.items() if k in spec.options})

@@ -64,6 +64,8 @@ class ModelRecorder:
         ``on_finished(count)`` after each chunk of :meth:`finish`, with the sets finished so far.
     on_finish_batch : callable, optional
         ``on_finish_batch(count)`` when :meth:`finish` starts, with the sets it will finish.
+    on_rescored : callable, optional
+        ``on_rescored(done, total)`` after each chunk of :meth:`rescore`.
 
     Attributes
     ----------
@@ -103,6 +105,7 @@ class ModelRecorder:
         on_trained: Callable[[int], None] | None = None,
         on_finished: Callable[[int], None] | None = None,
         on_finish_batch: Callable[[int], None] | None = None,
+        on_rescored: Callable[[int, int], None] | None = None,
     ):
         if not callable(expand):
             raise TypeError(f"expand must be callable, got {expand!r}")
@@ -120,6 +123,7 @@ class ModelRecorder:
         self.on_trained = on_trained
         self.on_finished = on_finished
         self.on_finish_batch = on_finish_batch
+        self.on_rescored = on_rescored
         self.models: dict[int, Any] = {}
         self.std_errors: dict[int, float] = {}
         self.rescored_masks: set[int] = set()
@@ -307,13 +311,20 @@ class ModelRecorder:
 
     def rescore(self, masks: list[int]) -> dict[int, float]:
         """New accuracies of ``masks`` from the black box's ``rescore``; standard errors updated."""
-        sets = [self.space.frozenset(m) for m in masks]
         out = {}
-        for m, features, result in zip(masks, sets, self.expand.rescore(sets)):
-            checked = check_expansion(result, features)
-            out[m] = checked.accuracy
-            if checked.std_error is not None:
-                self.std_errors[m] = checked.std_error
+        # In chunks, so that progress can be reported: ``on_rescored(done, total)``, from 0.
+        if masks and self.on_rescored is not None:
+            self.on_rescored(0, len(masks))
+        for at in range(0, len(masks), self.FINISH_CHUNK):
+            chunk = masks[at : at + self.FINISH_CHUNK]
+            sets = [self.space.frozenset(m) for m in chunk]
+            for m, features, result in zip(chunk, sets, self.expand.rescore(sets)):
+                checked = check_expansion(result, features)
+                out[m] = checked.accuracy
+                if checked.std_error is not None:
+                    self.std_errors[m] = checked.std_error
+            if self.on_rescored is not None:
+                self.on_rescored(min(at + self.FINISH_CHUNK, len(masks)), len(masks))
         return out
 
     # -- internals -----------------------------------------------------------------------------

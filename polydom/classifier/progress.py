@@ -123,6 +123,7 @@ class TrainingProgress:
         self.round = None
         self.finish_began = self.finish_limit = None
         self.finish_base = 0
+        self.rescore_began = None
         self.bar = None
         self.lines = False
         self.started = self.last = clock()
@@ -205,6 +206,20 @@ class TrainingProgress:
                 rate = (count - self.finish_base) / max(1e-9, self.clock() - self.finish_began)
                 text += f", about {max(0, self.finish_limit - count) / rate:.0f} s left in this batch"
             self._print(text)
+
+    def rescored(self, done: int, total: int) -> None:
+        """``done`` of ``total`` finalists scored again on further folds (a plain line when due)."""
+        now = self.clock()
+        if done == 0:  # a call starts: its rate is its own
+            self.rescore_began = now
+            return
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"rescoring the finalists: {done} of {total}")
+        elif self.lines and self._due():
+            rate = done / max(1e-9, now - self.rescore_began)
+            self._print(f"{self.label}: scoring the sets that could be served again on further folds: {done} of "
+                        f"{total}, {now - self.started:.0f} s since training began, "
+                        f"about {max(0, total - done) / rate:.0f} s left")
 
     def close(self, done: bool = True) -> None:
         """Close the bar, or print the last line (how many sets were trained, and how fast) --

@@ -151,3 +151,17 @@ def test_training_lines_give_a_total_and_the_time_left_in_every_phase():
     finishing = [line for line in out.getvalue().splitlines() if "could be served fully" in line]
     assert finishing and all("of 40 asked so far" in line for line in finishing)
     assert "about 6 s left in this batch" in finishing[0]  # 10 sets in 2 s, 30 to go
+
+
+def test_rescoring_the_finalists_has_a_line_with_a_total_and_the_time_left():
+    from polydom.classifier.progress import TrainingProgress
+
+    now = [0.0]
+    out = io.StringIO()
+    bar = TrainingProgress(True, 64, stream=out, every=1.0, clock=lambda: now[0])
+    bar.rescored(0, 40)
+    for done in range(8, 41, 8):
+        now[0] += 2.0
+        bar.rescored(done, 40)
+    lines = [line for line in out.getvalue().splitlines() if "again on further folds" in line]
+    assert lines and "8 of 40" in lines[0] and "about 8 s left" in lines[0]  # 8 sets in 2 s, 32 to go
