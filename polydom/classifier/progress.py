@@ -180,6 +180,8 @@ class TrainingProgress:
     def __call__(self, trained: int) -> None:
         first = self.trained == 0
         self.trained = trained
+        if self.round is not None and trained > self.limit:  # a skyline search's chain prefixes, after its rounds
+            self.limit = trained
         if self.bar is not None:
             self.bar.update(trained - self.bar.n)
         elif self.lines and (first or self._due()):
