@@ -44,6 +44,7 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import peers  # noqa: E402  (subsets scored and refitted as the peers benchmark does)
 from lab import scale_features  # noqa: E402  (registers the custom features)
 
 BUILTIN_ORDER = ("size_meta", "intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "glcm", "harris",
@@ -166,45 +167,20 @@ def fold_splits(y, seed: int):
     return make_splits(5, y, None, seed, repeats=3)[:5]
 
 
-def _score_set(X, y, columns, names, splits):
-    """Mean cv accuracy of the better of polydom's two default learners on ``names``, and its name."""
-    from sklearn.base import clone
-    from sklearn.model_selection import cross_val_score
-
+def score_sets(X, y, columns, sets, splits):
+    """``{set: (mean cv accuracy, learner, fits)}`` with polydom's two default learners, scored as
+    the peers benchmark scores its subsets (the better learner wins)."""
     from polydom.classifier.learners import default_learners
 
-    if not names:
-        return float(np.mean([np.mean(y[te] == np.bincount(y[tr]).argmax()) for tr, te in splits])), None
-    cols = np.concatenate([np.arange(columns[n].start, columns[n].stop) for n in names])
-    best = (-1.0, None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name, est in default_learners():
-            score = float(cross_val_score(clone(est), X[:, cols], y, cv=splits).mean())
-            if score > best[0]:
-                best = (score, name)
-    return best
-
-
-def score_sets(X, y, columns, sets, splits, n_jobs: int = 2):
-    """``{set: (mean cv accuracy, learner)}`` for feature sets (tuples of names)."""
-    from joblib import Parallel, delayed
-
-    results = Parallel(n_jobs=n_jobs, batch_size=16)(delayed(_score_set)(X, y, columns, s, splits) for s in sets)
-    return dict(zip(sets, results))
+    return peers.score_subsets(X, y, columns, sets, default_learners(), splits, n_jobs=2)
 
 
 def refit(X, y, columns, names, learner):
-    from sklearn.base import clone
-
+    """``(model, its columns)`` of ``learner`` on every training row of ``names``; None for no features."""
     from polydom.classifier.learners import default_learners
 
-    if not names:
-        return None
-    cols = np.concatenate([np.arange(columns[n].start, columns[n].stop) for n in names])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return clone(dict(default_learners())[learner]).fit(X[:, cols], y), cols
+    model = peers.refit(X, y, columns, names, learner, default_learners())
+    return None if model is None else (model, peers.columns_of(columns, names))
 
 
 class SetCosts:
@@ -391,6 +367,8 @@ def fit_order(ks, exhaustive_k: int, forward_k: int) -> list:
 
 def compare_peer(peer: str, k: int, ctx, data) -> None:
     """Score ``peer`` over the first ``k`` features and compare polydom's answers with its own."""
+    from polydom.featurizers import resolve_features
+
     matrix, held, y_train, y_held, sizes, ranges, splits, answers, fitted, log = data
     names = FEATURE_ORDER[:k]
     costs = SetCosts(fitted[k])
@@ -408,19 +386,13 @@ def compare_peer(peer: str, k: int, ctx, data) -> None:
             f"{n} ({s[0]:.3f})" for n, s in zip(order, prefix[1:])))
     log(f"{label} at {k} features scored in {time.perf_counter() - t:.0f} s")
     positions = {name: j for j, name in enumerate(held.columns)}
-    requires = {f.name: tuple(f.requires) for f in resolve(FEATURE_ORDER)}
+    requires = {f.name: tuple(f.requires) for f in resolve_features(list(FEATURE_ORDER))}
     correct, measured = serve_static(plan, held.X, held.columns, held.seconds, positions, requires, sizes, y_held,
                                      BUDGETS, {}, matrix.X, y_train, matrix.columns)
     ctx["vs_exhaustive" if peer == "exhaustive" else "vs_forward"] = compare(
         cells(*answers[k], BUDGETS, ranges), cells(correct, measured, BUDGETS, ranges))
     late = measured > np.asarray(BUDGETS)[:, None]
     ctx["accuracy"][f"{label}, {k} features"] = ((correct & ~late).mean(axis=1), late.mean(axis=1))
-
-
-def resolve(names):
-    from polydom.featurizers import resolve_features
-
-    return resolve_features(list(names))
 
 
 def separation(ctx, matrix, held, y_train, y_held, splits, k_all: int) -> None:

@@ -86,41 +86,11 @@ def is_pil_image(item) -> bool:
     return type(item).__module__.startswith("PIL.") and hasattr(item, "getbands")
 
 
-class _BoundedReader(io.RawIOBase):
-    """A read-only view of a binary file that refuses to read more than ``limit`` bytes in all
-    (seeking is free), so learning a header never reads a whole file."""
+class _FileView(io.RawIOBase):
+    """A read-only, seekable view of a binary file; subclasses decide what a read may do."""
 
-    def __init__(self, file, limit):
-        self._file, self._left = file, limit
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
-
-    def readinto(self, buffer):
-        if self._left <= 0:
-            raise OSError(f"no image header within the first {HEADER_READ_LIMIT} bytes")
-        view = memoryview(buffer)[: self._left]
-        count = self._file.readinto(view)
-        self._left -= count or 0
-        return count
-
-    def seek(self, offset, whence=io.SEEK_SET):
-        return self._file.seek(offset, whence)
-
-    def tell(self):
-        return self._file.tell()
-
-
-class _DeadlineReader(io.RawIOBase):
-    """A read-only view of a binary file that raises :class:`DecodeDeadline` once ``clock()``
-    passes ``deadline``. Pillow reads a file in blocks while it decodes (64 KiB for JPEG), so a
-    decode stops within a block of its deadline."""
-
-    def __init__(self, file, deadline: float, clock):
-        self._file, self._deadline, self._clock = file, deadline, clock
+    def __init__(self, file):
+        self._file = file
 
     def readable(self):
         return True
@@ -129,8 +99,6 @@ class _DeadlineReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer):
-        if self._clock() > self._deadline:
-            raise DecodeDeadline("the decode passed its deadline")
         return self._file.readinto(buffer)
 
     def seek(self, offset, whence=io.SEEK_SET):
@@ -138,6 +106,37 @@ class _DeadlineReader(io.RawIOBase):
 
     def tell(self):
         return self._file.tell()
+
+
+class _BoundedReader(_FileView):
+    """A view that refuses to read more than ``limit`` bytes in all (seeking is free), so
+    learning a header never reads a whole file."""
+
+    def __init__(self, file, limit):
+        super().__init__(file)
+        self._left = limit
+
+    def readinto(self, buffer):
+        if self._left <= 0:
+            raise OSError(f"no image header within the first {HEADER_READ_LIMIT} bytes")
+        count = self._file.readinto(memoryview(buffer)[: self._left])
+        self._left -= count or 0
+        return count
+
+
+class _DeadlineReader(_FileView):
+    """A view that raises :class:`DecodeDeadline` once ``clock()`` passes ``deadline``. Pillow
+    reads a file in blocks while it decodes (64 KiB for JPEG), so a decode stops within a block
+    of its deadline."""
+
+    def __init__(self, file, deadline: float, clock):
+        super().__init__(file)
+        self._deadline, self._clock = deadline, clock
+
+    def readinto(self, buffer):
+        if self._clock() > self._deadline:
+            raise DecodeDeadline("the decode passed its deadline")
+        return self._file.readinto(buffer)
 
 
 def _open_file(path, where):

@@ -187,7 +187,6 @@ def build_polydom(
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
     search: str = "auto",
-    on_round=None,
 ) -> PolyDomIndex:
     """The PolyDom pipeline on validated inputs: explore the lattice, then index what was trained.
 
@@ -198,7 +197,8 @@ def build_polydom(
         Per feature in ``space`` order, already checked ``>= 0`` on ``domain``.
     recorder : callable
         ``recorder(mask) -> accuracy``, the validated black box, with ``recorder.many`` (a layer
-        at once), ``recorder.calls`` / ``recorder.reused`` counters and ``recorder.models``.
+        at once), ``recorder.calls`` / ``recorder.reused`` counters, ``recorder.models`` and
+        optionally ``recorder.on_round`` (a skyline search's rounds).
     domain : (lo, hi)
     alpha, e, sandwich, candidate_alpha, validate, tolerance, prefix_chains, reference_size,
     measured_range, extrapolate, scores, requires
@@ -215,8 +215,6 @@ def build_polydom(
         ``"skyline"`` trains the neighbourhoods of the index's candidates only; ``"auto"`` the
         lattice up to :data:`~polydom.index.search.LATTICE_SEARCH_MAX_ITEMS` items, else the
         skyline.
-    on_round : callable, optional
-        ``on_round(round, sets_asked, sets_trained_so_far)`` before each skyline-search batch.
     """
     check_scores(scores)  # an unknown mode fails before anything is trained
     started = time.perf_counter() if started is None else started
@@ -249,8 +247,9 @@ def build_polydom(
             stats=stats, params=params, chains=chains, std_error=std_error, measured=measured,
         )
 
-    exploration, e_used, e_observed, rounds = _choose_sets(skyline, space, lattice_cache, index_of, needs, on_round,
-                                                           alpha, e, sandwich)
+    # The recorder's ``on_round`` reports a skyline search's rounds (a progress line's totals).
+    exploration, e_used, e_observed, rounds = _choose_sets(skyline, space, lattice_cache, index_of, needs,
+                                                           getattr(recorder, "on_round", None), alpha, e, sandwich)
     stats.update(
         trained=recorder.calls - trained_before, reused=recorder.reused, expanded=len(exploration.accuracy),
         pruned=len(exploration.pruned), explore_seconds=time.perf_counter() - started,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from polydom.lattice import ExpansionCache, Exploration, FeatureSpace, canonical_key
+from polydom.lattice import ExpansionCache, Exploration, FeatureSpace, bits_of, canonical_key
 
 from .ranking import tight_set
 
@@ -61,8 +61,8 @@ def neighbours(mask: int, full: int, needs: Mapping[int, int] | None = None) -> 
     brings its steps, and a dropped step takes the features that need it with it.
     """
     needs = needs or {}
-    inside = [1 << i for i in range(full.bit_length()) if mask >> i & 1]
-    outside = [1 << i for i in range(full.bit_length()) if not mask >> i & 1 and full >> i & 1]
+    inside = [1 << i for i in bits_of(mask)]
+    outside = [1 << i for i in bits_of(full & ~mask)]
 
     def grow(m: int, bit: int) -> int:
         return m | bit | needs.get(bit.bit_length() - 1, 0)
@@ -80,9 +80,8 @@ def neighbours(mask: int, full: int, needs: Mapping[int, int] | None = None) -> 
 
 
 def _seeds(full: int, needs: Mapping[int, int]) -> list[int]:
-    bits = [1 << i for i in range(full.bit_length()) if full >> i & 1]
     seeds = {0, full}
-    for bit in bits:
+    for bit in (1 << i for i in bits_of(full)):
         seeds.add(tight_set(bit | needs.get(bit.bit_length() - 1, 0), needs))
         seeds.add(tight_set(full & ~bit, needs))
     return sorted(seeds, key=canonical_key)
@@ -146,6 +145,6 @@ def search_skyline(
         ask = set()
         for m in fresh:
             ask |= neighbours(m, full, needs)
-        train(sorted(ask - result.accuracy.keys(), key=canonical_key))
+        train(sorted(ask, key=canonical_key))  # what was trained before is left out there
     result.calls = cache.calls - calls_before
     return result

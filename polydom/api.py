@@ -208,8 +208,6 @@ def build(
         alpha=alpha, e=e, sandwich=sandwich, candidate_alpha=cand_alpha, validate=validate, tolerance=tolerance,
         measured_range=measured_range, extrapolate=extrapolate, **backend_options,
     )
-    if "on_round" in spec.options and callable(getattr(progress, "search_round", None)):
-        offered.setdefault("on_round", progress.search_round)  # a skyline search's totals, a round at a time
     requires = check_requires(requires, space.names)
     if requires:
         expand = UsableSets(expand, requires)
@@ -218,7 +216,8 @@ def build(
     recorder = ModelRecorder(space, expand, n_jobs=n_jobs, store=store, max_expansions=max_expansions, on_trained=progress,
                              on_finished=getattr(progress, "finished", None),
                              on_finish_batch=getattr(progress, "finish_batch", None),
-                             on_rescored=getattr(progress, "rescored", None))
+                             on_rescored=getattr(progress, "rescored", None),
+                             on_round=getattr(progress, "search_round", None))
     try:
         index = spec.build(space, curves, recorder, domain=domain,
                            **{k: v for k, v in offered.items() if k in spec.options})

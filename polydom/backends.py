@@ -90,7 +90,7 @@ def register_backend(backend: Backend) -> Backend:
 
 _COMMON_OPTIONS = ("measured_range", "extrapolate")
 _POLYDOM_OPTIONS = ("alpha", "e", "sandwich", "candidate_alpha", "validate", "tolerance", "prefix_chains", "reference_size",
-                    "scores", "requires", "search", "on_round") + _COMMON_OPTIONS
+                    "scores", "requires", "search") + _COMMON_OPTIONS
 _GREEDY_OPTIONS = ("n0", "lambdas", "requires") + _COMMON_OPTIONS
 _FIXED_GRID_OPTIONS = ("n0", "requires") + _COMMON_OPTIONS
 

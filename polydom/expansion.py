@@ -66,6 +66,9 @@ class ModelRecorder:
         ``on_finish_batch(count)`` when :meth:`finish` starts, with the sets it will finish.
     on_rescored : callable, optional
         ``on_rescored(done, total)`` after each chunk of :meth:`rescore`.
+    on_round : callable, optional
+        ``on_round(round, sets_asked, sets_trained_so_far)`` before each batch of a skyline
+        search (:func:`polydom.index.search.search_skyline`).
 
     Attributes
     ----------
@@ -106,6 +109,7 @@ class ModelRecorder:
         on_finished: Callable[[int], None] | None = None,
         on_finish_batch: Callable[[int], None] | None = None,
         on_rescored: Callable[[int, int], None] | None = None,
+        on_round: Callable[[int, int, int], None] | None = None,
     ):
         if not callable(expand):
             raise TypeError(f"expand must be callable, got {expand!r}")
@@ -124,6 +128,7 @@ class ModelRecorder:
         self.on_finished = on_finished
         self.on_finish_batch = on_finish_batch
         self.on_rescored = on_rescored
+        self.on_round = on_round
         self.models: dict[int, Any] = {}
         self.std_errors: dict[int, float] = {}
         self.rescored_masks: set[int] = set()

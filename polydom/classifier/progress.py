@@ -205,8 +205,8 @@ class TrainingProgress:
                 text += f" of {self.finish_limit} asked so far"
             text += f", {self.clock() - self.started:.0f} s since training began"
             if self.finish_began is not None and self.finish_limit is not None and count > self.finish_base:
-                rate = (count - self.finish_base) / max(1e-9, self.clock() - self.finish_began)
-                text += f", about {max(0, self.finish_limit - count) / rate:.0f} s left in this batch"
+                left = _seconds_left(count - self.finish_base, self.finish_limit - count, self.clock() - self.finish_began)
+                text += f", about {left:.0f} s left in this batch"
             self._print(text)
 
     def rescored(self, done: int, total: int) -> None:
@@ -218,10 +218,9 @@ class TrainingProgress:
         if self.bar is not None:
             self.bar.set_postfix_str(f"rescoring the finalists: {done} of {total}")
         elif self.lines and self._due():
-            rate = done / max(1e-9, now - self.rescore_began)
+            left = _seconds_left(done, total - done, now - self.rescore_began)
             self._print(f"{self.label}: scoring the sets that could be served again on further folds: {done} of "
-                        f"{total}, {now - self.started:.0f} s since training began, "
-                        f"about {max(0, total - done) / rate:.0f} s left")
+                        f"{total}, {now - self.started:.0f} s since training began, about {left:.0f} s left")
 
     def close(self, done: bool = True) -> None:
         """Close the bar, or print the last line (how many sets were trained, and how fast) --
@@ -235,6 +234,11 @@ class TrainingProgress:
                     else f"trained {self.trained} feature sets")
             print(f"{self.label}: {what} in {elapsed:.0f} s", file=self.stream, flush=True)
             self.lines = False
+
+
+def _seconds_left(done: int, to_go: int, spent: float) -> float:
+    """Seconds ``to_go`` more parts take at the rate of ``done`` parts in ``spent`` seconds."""
+    return max(0, to_go) * max(1e-9, spent) / done
 
 
 def sets_in_cache(cache, key: str | None) -> int:

@@ -181,9 +181,9 @@ def serve_grid(clf, X: np.ndarray, seconds: np.ndarray, sizes: Sequence[int], y,
             if decode_seconds is not None:
                 if decode_fits(decode, float(sizes[i]), left, planner.index):
                     # Given up where no feature could follow it, as serving gives it up.
-                    cutoff = left - planner.cheapest_feature(planner.index, float(sizes[i]))
-                    spent = min(float(decode_seconds[i]), max(cutoff, 0.0))
-                    left = max(left - spent, 0.0) if spent == float(decode_seconds[i]) else 0.0
+                    cutoff = max(left - planner.cheapest_feature(planner.index, float(sizes[i])), 0.0)
+                    took = float(decode_seconds[i])
+                    spent, left = (took, max(left - took, 0.0)) if took <= cutoff else (cutoff, 0.0)
                 else:
                     left = 0.0
             choice = _replayed_select(planner.index, positions, seconds[i], float(sizes[i]), left,

@@ -286,10 +286,9 @@ class ServingPlanner:
                     array = decode_image(image, index=i, clock=self.clock,
                                          deadline=begun + budget - self.cheapest_feature(version, size))
                 except DecodeDeadline:
-                    array, budget, abandoned = None, 0.0, True
-                else:
-                    budget = max(budget - (time.perf_counter() - start), 0.0)
+                    array, abandoned = None, True
                 decoded = time.perf_counter() - start
+                budget = 0.0 if abandoned else max(budget - decoded, 0.0)
             else:
                 array, budget = None, 0.0  # no time to decode: nothing can be computed
         else:
