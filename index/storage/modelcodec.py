@@ -75,8 +75,10 @@ _SKLEARN = {
     "sklearn.pipeline": ("Pipeline", "FeatureUnion"),
     "sklearn.preprocessing": (
         "StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "Normalizer", "LabelEncoder",
-        "PolynomialFeatures",
+        "PolynomialFeatures", "LabelBinarizer",
     ),
+    # A multilabel classifier's set models: one binary model per label, constant where a label is.
+    "sklearn.multiclass": ("OneVsRestClassifier", "_ConstantPredictor"),
 }
 
 # Bounds a payload must keep before anything in it is inflated or rebuilt. polydom writes members

@@ -58,7 +58,8 @@ class FeatureSetLearner:
     ----------
     X : ndarray of shape (n_items, n_columns)
         Every feature of every training item.
-    y : array of shape (n_items,)
+    y : array of shape (n_items,) or (n_items, n_labels)
+        Class labels, or a multilabel indicator matrix (with per-label learners and scoring).
     columns : mapping of str to slice
         Each feature's column range in ``X``, in feature order.
     estimator : classifier, list of classifiers or of (name, classifier), or None
@@ -82,6 +83,10 @@ class FeatureSetLearner:
     finish_jobs : int, optional
         Parallel fits within :meth:`finish` (joblib), whose sets come in batches from the
         building process rather than from the lattice's workers.
+    empty_model : classifier, optional
+        The empty set's model (unfitted); default a majority-class ``DummyClassifier``. A
+        multilabel fit gives one answering each label by its prior
+        (:func:`polydom.classifier.multilabel.empty_set_model`).
 
     Attributes
     ----------
@@ -119,6 +124,7 @@ class FeatureSetLearner:
         rescore_splits: Sequence[tuple[np.ndarray, np.ndarray]] = (),
         screen_splits: Sequence[tuple[np.ndarray, np.ndarray]] | None = None,
         finish_jobs: int | None = None,
+        empty_model=None,
     ):
         from sklearn.metrics import check_scoring
 
@@ -140,6 +146,7 @@ class FeatureSetLearner:
         self.rescored: set[frozenset] = set()
         self.screen_splits = None if screen_splits is None else list(screen_splits)
         self.finish_jobs = finish_jobs
+        self.empty_model = empty_model
         self.finished: set[frozenset] = set()
         self._oof: dict = {}  # set (or set and folds) -> (proba, classes, the fold models behind them)
         self.warnings = WarningTally()
@@ -345,19 +352,21 @@ class FeatureSetLearner:
     #: The share of those sets a learner must win to stay in the race.
     RETIRE_BELOW = 0.1
 
-    def _candidates(self, features: frozenset) -> list[tuple[str, object]]:
+    def _empty(self):
+        """The empty set's (unfitted) model."""
         from sklearn.dummy import DummyClassifier
 
+        return DummyClassifier(strategy="most_frequent") if self.empty_model is None else self.empty_model
+
+    def _candidates(self, features: frozenset) -> list[tuple[str, object]]:
         if not features:
-            return [("prior", DummyClassifier(strategy="most_frequent"))]
+            return [("prior", self._empty())]
         return [(name, est) for name, est in self.learners if name not in self.race["retired"]]
 
     def _learner(self, features: frozenset):
         """The (unfitted) learner that won ``features``, retired or not."""
-        from sklearn.dummy import DummyClassifier
-
         if not features:
-            return DummyClassifier(strategy="most_frequent")
+            return self._empty()
         return dict(self.learners)[self.chosen[features]]
 
     def _retire_losers(self) -> None:

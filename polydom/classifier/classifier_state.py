@@ -227,6 +227,9 @@ class ClassifierMetadata:
     decode_fit : dict or None
         :meth:`CostFit.to_json` of the decode step's cost, where the training images came
         encoded (:func:`~polydom.costs.decode.fit_decode_cost`).
+    multilabel : bool
+        Whether the classifier answers one 0/1 value per label (``classes`` are the labels).
+        False in states saved before several labels were served.
     """
 
     params: dict
@@ -241,6 +244,7 @@ class ClassifierMetadata:
     fit_stats: dict
     feature_sources: list | None = None
     decode_fit: dict | None = None
+    multilabel: bool = False
 
     @classmethod
     def from_classifier(cls, clf, state=None) -> "ClassifierMetadata":
@@ -267,6 +271,7 @@ class ClassifierMetadata:
             cost_fits={name: fit.to_json() for name, fit in state.cost_fits.items()}, fit_stats=dict(state.fit_stats),
             feature_sources=[source_of(state.planner.features[name]).to_json() for name in state.index.features],
             decode_fit=None if state.decode_fit is None else state.decode_fit.to_json(),
+            multilabel=bool(state.multilabel),
         )
 
     def to_json(self) -> dict:
@@ -331,6 +336,8 @@ class ClassifierMetadata:
         if any(b > c for (_, b), (c, _) in zip(spans, spans[1:])):
             raise bad("the features' columns overlap")
         _check_classes(self.classes, self.classes_dtype, bad)
+        if not isinstance(self.multilabel, bool):
+            raise bad(f"multilabel must be true or false, got {self.multilabel!r:.80}")
         if self.estimator is not None and not isinstance(self.estimator, str):
             raise bad("estimator must be base64 text or null")
         if not _finite(self.n0) or not self.n0 > 0:
@@ -413,6 +420,7 @@ class ClassifierMetadata:
             # Whether this version serves its cascades is part of the version, as at its fit.
             cascade=bool(self.params.get("cascade", False)),
             path=None if store is None else store.path, version=None if store is None else store.version,
+            multilabel=self.multilabel,
         )
 
 
@@ -579,5 +587,9 @@ def _check_fitted(state, index) -> None:
     keys = sorted(index.models.keys()) if hasattr(index.models, "keys") else []
     model = index.models.get(keys[0]) if keys else None
     seen = getattr(model, "classes_", None)
-    if seen is not None and not np.isin(np.asarray(seen), classes).all():
+    if state.multilabel:
+        # A multilabel set's model answers label columns 0 .. n_labels - 1.
+        if seen is not None and len(np.asarray(seen)) != len(classes):
+            raise ValueError(f"a stored model answers {len(np.asarray(seen))} labels, classes_ holds {len(classes)}")
+    elif seen is not None and not np.isin(np.asarray(seen), classes).all():
         raise ValueError(f"a stored model predicts classes {np.asarray(seen).tolist()!r:.120} that classes_ lacks")

@@ -27,6 +27,7 @@ from .classifier_params import CONSTRAINTS, check_params, estimator_has
 from .classifier_state import ClassifierStateError, load_classifier, save_classifier, state_from_version
 from .constraints import Integer, check_param
 from .inputs import as_image_list, check_budgets, check_errors, check_groups, check_images, check_labels
+from .multilabel import is_multilabel_target, label_matrix
 from .pipeline import FitSettings, run_fit
 from .policies import Cascade, Selection, Serving, Timing
 
@@ -174,7 +175,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             n_jobs=self.n_jobs, random_state=self.random_state, progress=self.progress,
             alpha=selection.alpha, e=selection.e, search=selection.search, tolerance=selection.tolerance, scores=selection.scores,
             cv_repeats=selection.cv_repeats, finalist_repeats=selection.finalist_repeats,
-            scoring=selection.scoring, backend=selection.backend, lambdas=selection.lambdas,
+            scoring=selection.scoring, label_weights=selection.label_weights, backend=selection.backend, lambdas=selection.lambdas,
             cost_quantile=timing.quantile, cost_degree=timing.degree, calibrate_costs=timing.calibrate,
             timing_sides=timing.sides, timing_repeats=timing.repeats, timing_images=timing.images,
             cascade=cascade is not None, cascade_loss=cascading.loss, cascade_price=cascading.price,
@@ -200,8 +201,12 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             uint8, uint16 or float in ``[0, 1]``, at least 8 pixels a side (sizes may differ), PIL
             images, file paths or encoded bytes. Encoded ones are decoded and timed: their
             decode times fit the cost curve serving checks before decoding.
-        y : array_like of shape (n_images,)
-            Class labels.
+        y : array_like of shape (n_images,) or (n_images, n_labels), or list of label sets
+            Class labels; or several labels per image: a 0/1 indicator matrix (one column per
+            label, scikit-learn's multilabel convention) or one set of labels per image. With
+            several labels each feature set's model answers every label, one walk per image
+            serves them all, and ``predict`` returns the indicator matrix (``classes_`` are the
+            labels, in column order; ``Selection(label_weights=...)`` weighs them).
         groups : array_like of shape (n_images,), optional
             Group of each image for the folds (e.g. one group per source picture rendered at
             several sizes), so that no picture is in both a training and a test fold.
@@ -220,10 +225,17 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         decodes = []  # (size, seconds) of each training image that came encoded
         images = check_images(images, purpose="training image is required", decode_times=decodes)
-        y = check_labels(y, len(images))
+        labels = None
+        if is_multilabel_target(y):
+            y, labels = label_matrix(y, len(images))
+            if self.cascade is not None:
+                raise InputError("cascade applies to one label per image: a cascade's models are sure of one "
+                                 "class, not of several labels; fit without cascade=")
+        else:
+            y = check_labels(y, len(images))
         groups = check_groups(groups, len(images))
         settings = FitSettings.from_params(self._settings())
-        result = run_fit(images, y, groups, settings)
+        result = run_fit(images, y, groups, settings, labels=labels)
         if len(decodes) < MIN_DECODE_SAMPLES:
             # Fitted on arrays: learn what decoding a file costs anyway, so that a file served
             # later is decoded only where the decode and a feature fit its budget.
@@ -232,6 +244,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             result.index, features={f.name: f for f in result.features}, classes=result.classes,
             columns=result.columns, cost_fits=result.fits, n0=result.n0, timing_sides=result.timing_sides,
             fit_stats=result.stats, cascade=result.cascade, decode_fit=fit_decode_cost(decodes),
+            multilabel=labels is not None,
         )
         self._adopt_state(result.index, state)
         return self
@@ -430,7 +443,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         planner = ServingPlanner(state.index, state.planner.features, cascade=state.planner.cascade,
                                  speculate=serving.speculate, learn=serving.learn_guards, decode=state.decode_fit,
                                  late_share=serving.late_share)
-        return Server(planner, state.classes, budget=self.budget, speculate=serving.speculate)
+        return Server(planner, state.classes, budget=self.budget, speculate=serving.speculate,
+                      multilabel=state.multilabel)
 
     def predict(self, images, budget=None, *, total_budget=None) -> np.ndarray:
         """Predict each image's class within its budget, computing only the chosen features.
@@ -452,7 +466,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_images,)
         """
         state, server, images, budgets, options = self._request(images, budget, total_budget)
-        return server.predict(images, budgets, state.classes.dtype, **options)
+        return server.predict(images, budgets, state.answers, **options)
 
     @available_if(estimator_has("predict_proba"))
     def predict_proba(self, images, budget=None, *, total_budget=None) -> np.ndarray:
@@ -462,7 +476,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         Available when the learner has ``predict_proba`` (the default hinge-loss SGD has not).
         """
         state, server, images, budgets, options = self._request(images, budget, total_budget)
-        return server.predict_proba(images, budgets, state.classes, **options)
+        return server.predict_proba(images, budgets, state.answers, **options)
 
     def explain(self, images, budget=None, *, total_budget=None, errors="raise") -> list[Explanation]:
         """Predict as :meth:`predict` does; per image, an :class:`Explanation` of what was computed
@@ -482,9 +496,19 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         return server.explain(images, budgets, **options)
 
     def score(self, images, y, sample_weight=None, budget=None, *, total_budget=None) -> float:
-        """Accuracy of :meth:`predict` on ``images`` within ``budget`` (or ``total_budget``)."""
+        """Accuracy of :meth:`predict` on ``images`` within ``budget`` (or ``total_budget``).
+
+        With several labels per image: the mean over labels of each label's accuracy (one minus
+        the Hamming loss); ``y`` as :meth:`fit` takes it, its labels those of ``classes_``.
+        """
         from sklearn.metrics import accuracy_score
 
+        state = self._state()
+        if state.multilabel:
+            Y, _ = label_matrix(y, len(images), state.classes)
+            predicted = self.predict(images, budget=budget, total_budget=total_budget)
+            correct = (predicted == Y).mean(axis=1)
+            return float(np.average(correct, weights=sample_weight))
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != len(images):
             raise ValueError(f"y must hold one label per image ({len(images)}), got shape {y.shape}")

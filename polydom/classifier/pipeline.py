@@ -106,6 +106,7 @@ class FitSettings:
     cascade_per_class: bool
     extrapolate: str
     scoring: Any
+    label_weights: Any
     cost_quantile: Any
     cost_degree: int
     calibrate_costs: bool
@@ -305,8 +306,12 @@ def _timed_sides(fits: dict) -> tuple[int, ...]:
     return tuple(sorted({int(round(float(np.sqrt(n)))) for n in sizes}))
 
 
-def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitResult:
+def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: np.ndarray | None = None) -> FitResult:
     """Run extract -> time -> learn -> build on validated images and labels.
+
+    ``y`` is one label per image, or with ``labels`` (the label names) an ``(n, n_labels)``
+    indicator matrix: each set's model then answers every label and sets are ranked by the
+    label-weighted accuracy (:mod:`polydom.classifier.multilabel`).
 
     With a cache directory, the feature matrix, the cost fits and the trained sets are read from
     it when their inputs are unchanged (a refit with another ``alpha`` or backend only builds).
@@ -339,10 +344,14 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
     t1 = time.perf_counter()
     fits = _cost_fits(images, sizes, matrix, items, s, say, data_key, log.counter if plain else None)
     t2 = time.perf_counter()
-    splits, rescore_splits = _folds(s, y, groups)
+    if labels is not None:
+        s, strata, empty = _multilabel_settings(s, y, labels)
+    else:
+        strata, empty = y, None
+    splits, rescore_splits = _folds(s, strata, groups)
     learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring,
-                                rescore_splits=rescore_splits, screen_splits=_screen_folds(s, y, groups),
-                                finish_jobs=s.n_jobs)
+                                rescore_splits=rescore_splits, screen_splits=_screen_folds(s, strata, groups),
+                                finish_jobs=s.n_jobs, empty_model=empty)
     n0 = float(np.median(sizes))
     index, bar = _build_index(s, items, fits, learner, matrix, y, splits, requires, n0, log)
     lattice = 2 ** len(items)
@@ -379,10 +388,27 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings) -> FitRe
         "learner_warnings": learner.warnings.items(),
     }
     return FitResult(
-        index=index, classes=np.unique(y), features=list(s.features), columns=dict(matrix.columns), fits=fits,
+        index=index, classes=np.unique(y) if labels is None else np.asarray(labels), features=list(s.features), columns=dict(matrix.columns), fits=fits,
         n0=n0, timing_sides=_timed_sides(fits), stats=stats,
         cascade=s.cascade,
     )
+
+
+def _multilabel_settings(s: FitSettings, Y: np.ndarray, labels: np.ndarray):
+    """``(settings, strata, empty-set model)`` of a multilabel fit: each learner as one binary
+    model per label, the default score the label-weighted accuracy, folds stratified by label
+    combination (:mod:`polydom.classifier.multilabel`)."""
+    from .multilabel import LabelWeightedAccuracy, empty_set_model, fold_strata, label_weight_vector, per_label_learners
+
+    weights = label_weight_vector(s.label_weights, np.asarray(labels))
+    scoring = s.scoring
+    if scoring in (None, "accuracy"):
+        scoring = LabelWeightedAccuracy(weights)
+    elif s.label_weights is not None:
+        raise ValueError(f"label_weights weigh the default accuracy; scoring={scoring!r} weighs labels its own way")
+    folds = s.cv if isinstance(s.cv, int) else 2
+    s = dataclasses.replace(s, estimator=per_label_learners(s.estimator), scoring=scoring)
+    return s, fold_strata(Y, folds), empty_set_model()
 
 
 def _cost_fits(images, sizes, matrix, items, s: FitSettings, say, data_key, counter=None) -> dict:

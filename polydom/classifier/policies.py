@@ -101,7 +101,14 @@ class Selection(Policy):
         With an int ``cv``: the sets the index can serve are scored again on this many further
         draws before the sweep.
     scoring : str or callable, default "accuracy"
-        The score maximised; its values must lie in ``[0, 1]``.
+        The score maximised; its values must lie in ``[0, 1]``. Fitted with several labels per
+        image, ``"accuracy"`` is the label-weighted accuracy (each label's accuracy weighted by
+        ``label_weights``); any scikit-learn scorer that takes multilabel targets
+        (``"f1_macro"``, ``"jaccard_samples"``, ...) or a callable may be given instead.
+    label_weights : sequence of float or dict, optional
+        With several labels per image: how much each label's accuracy counts when feature sets are
+        ranked, one weight per label or ``{label: weight}`` (labels left out weigh 0). Default
+        equal. ``docs/decisions/multilabel.md`` says why this is the default score.
     lambdas : sequence of float, optional
         The λ grid of ``backend="greedy"``.
     """
@@ -117,10 +124,12 @@ class Selection(Policy):
         "finalist_repeats": [Integer(low=0)],
         "scoring": [NoneValue(), Satisfies(lambda v: isinstance(v, str) or callable(v), "a scorer name or callable")],
         "lambdas": [NoneValue(), SequenceOf("numbers")],
+        "label_weights": [NoneValue(), Satisfies(lambda v: isinstance(v, dict) or _numbers(v),
+                                                 "a sequence of weights or a dict of label to weight")],
     }
 
     def __init__(self, backend="polydom", alpha=1.0, e="auto", tolerance=0.0, scores="bounded", cv_repeats=1,
-                 finalist_repeats=2, scoring="accuracy", lambdas=None, search="auto"):
+                 finalist_repeats=2, scoring="accuracy", lambdas=None, search="auto", label_weights=None):
         self.backend = backend
         self.alpha = alpha
         self.e = e
@@ -131,6 +140,7 @@ class Selection(Policy):
         self.finalist_repeats = finalist_repeats
         self.scoring = scoring
         self.lambdas = lambdas
+        self.label_weights = label_weights
 
     def _check_relations(self) -> None:
         from polydom.backends import backend_spec
@@ -283,3 +293,18 @@ class Serving(Policy):
         self.learn_guards = learn_guards
         self.speculate = speculate
         self.extrapolate = extrapolate
+
+
+def _numbers(value) -> bool:
+    """Whether ``value`` is a sequence (list, tuple or 1-D array) of real numbers."""
+    import numbers
+
+    import numpy as np
+
+    if isinstance(value, (str, bytes, dict)):
+        return False
+    try:
+        items = list(value)
+    except TypeError:
+        return False
+    return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in items) and np.ndim(value) == 1

@@ -17,6 +17,7 @@ import numpy as np
 
 from polydom.classifier.inputs import as_image_list
 from polydom.costs.decode import guarded_decode
+from polydom.serving.answers import Answers
 from polydom.featurizers.sources import as_array, is_encoded, pixel_count
 from polydom.serving.batchaccount import BatchAccount, BatchSpend, check_total_budget
 from polydom.serving.planner import Explanation
@@ -91,21 +92,20 @@ class BatchServer:
 
         return account, items()
 
-    def predict(self, images, total_budget: float, dtype) -> np.ndarray:
-        """Labels of ``images``, the batch within ``total_budget`` seconds of extraction."""
+    def predict(self, images, total_budget: float, answers: Answers) -> np.ndarray:
+        """Answers to ``images`` (:meth:`Answers.empty`), the batch within ``total_budget`` seconds of extraction."""
         account, items = self._served(images, total_budget)
-        out = np.empty(len(account), dtype=dtype)
+        out = answers.empty(len(account))
         for i, (_, _, served) in enumerate(items):
             out[i] = served.plan.predictor.predict_one(served.x)
         return out
 
-    def predict_proba(self, images, total_budget: float, classes: np.ndarray) -> np.ndarray:
-        """Class probabilities (columns follow the sorted ``classes``), the batch within ``total_budget``."""
+    def predict_proba(self, images, total_budget: float, answers: Answers) -> np.ndarray:
+        """Probabilities, one column per class or label (:meth:`Answers.proba`), the batch within ``total_budget``."""
         account, items = self._served(images, total_budget)
-        out = np.zeros((len(account), len(classes)))
+        out = np.zeros((len(account), len(answers.classes)))
         for i, (_, _, served) in enumerate(items):
-            model = served.plan.model  # it may have seen fewer classes than the whole training set
-            out[i, np.searchsorted(classes, model.classes_)] = model.predict_proba(served.x.reshape(1, -1))[0]
+            out[i] = answers.proba(served.plan.model, served.x)
         return out
 
     def explain(self, images, total_budget: float) -> BatchExplanations:

@@ -34,6 +34,8 @@ from polydom.index.serving.anytime import FeatureTimeout, prepared
 from polydom.index.serving.guards import ServingGuards
 from polydom.index.serving.lateness import LatePrice
 
+from .answers import Answers
+
 __all__ = ["Explanation", "SetPlan", "Served", "ServingPlanner", "Server"]
 
 _FLOAT_MAX = sys.float_info.max
@@ -344,25 +346,20 @@ class ServingPlanner:
 
     # ------------------------------------------------------------------ many images
 
-    def predict(self, images, budgets, dtype, *, speculate: bool | None = None) -> np.ndarray:
-        """Labels of ``images``, each within its budget, as an array of ``dtype``."""
-        out = np.empty(len(images), dtype=dtype)
+    def predict(self, images, budgets, answers: Answers, *, speculate: bool | None = None) -> np.ndarray:
+        """Answers to ``images`` (:meth:`Answers.empty`), each within its budget."""
+        out = answers.empty(len(images))
         for i, image in enumerate(images):
             served = self.serve(image, i, budgets[i], speculate=speculate)
             out[i] = served.plan.predictor.predict_one(served.x)
         return out
 
-    def predict_proba(self, images, budgets, classes: np.ndarray, *, speculate: bool | None = None) -> np.ndarray:
-        """Class probabilities (columns follow the sorted ``classes``), each image within its budget.
-
-        A set's model may have seen fewer classes than the whole training set; its columns are
-        placed by label.
-        """
-        out = np.zeros((len(images), len(classes)))
+    def predict_proba(self, images, budgets, answers: Answers, *, speculate: bool | None = None) -> np.ndarray:
+        """Probabilities, one column per class or label (:meth:`Answers.proba`), each image within its budget."""
+        out = np.zeros((len(images), len(answers.classes)))
         for i, image in enumerate(images):
             served = self.serve(image, i, budgets[i], speculate=speculate)
-            model = served.plan.model
-            out[i, np.searchsorted(classes, model.classes_)] = model.predict_proba(served.x.reshape(1, -1))[0]
+            out[i] = answers.proba(served.plan.model, served.x)
         return out
 
     def explain(self, images, budgets, *, speculate: bool | None = None, errors: str = "raise") -> list:
@@ -403,10 +400,14 @@ class Server:
     budget : float or None
         Seconds per image when a call gives none.
     speculate : bool
+    multilabel : bool
+        Whether each answer is one 0/1 value per label (``classes`` are then the labels).
     """
 
-    def __init__(self, planner: ServingPlanner, classes, budget=None, speculate: bool = False):
+    def __init__(self, planner: ServingPlanner, classes, budget=None, speculate: bool = False, multilabel: bool = False):
         self.planner, self.classes, self.budget, self.speculate = planner, np.asarray(classes), budget, bool(speculate)
+        self.multilabel = bool(multilabel)
+        self._answers = Answers(self.classes, self.multilabel)
 
     def _budgets(self, images, budget):
         from polydom.classifier.inputs import as_image_list, check_budgets
@@ -415,14 +416,14 @@ class Server:
         return images, check_budgets(self.budget if budget is None else budget, len(images))
 
     def predict(self, images, budget=None) -> np.ndarray:
-        """Labels within ``budget`` seconds per image (as the classifier's ``predict``), learning."""
+        """Labels (or label rows) within ``budget`` seconds per image (as the classifier's ``predict``), learning."""
         images, budgets = self._budgets(images, budget)
-        return self.planner.predict(images, budgets, self.classes.dtype, speculate=self.speculate)
+        return self.planner.predict(images, budgets, self._answers, speculate=self.speculate)
 
     def predict_proba(self, images, budget=None) -> np.ndarray:
-        """Class probabilities within ``budget`` per image, columns following ``classes``."""
+        """Probabilities within ``budget`` per image, columns following ``classes``."""
         images, budgets = self._budgets(images, budget)
-        return self.planner.predict_proba(images, budgets, self.classes, speculate=self.speculate)
+        return self.planner.predict_proba(images, budgets, self._answers, speculate=self.speculate)
 
     def explain(self, images, budget=None, *, errors="raise") -> list:
         """One :class:`Explanation` per image, as the classifier's ``explain`` (``errors`` as there)."""

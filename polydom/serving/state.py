@@ -87,6 +87,8 @@ class ServingState:
     decode_fit : CostFit or None
         The decode step's cost (:func:`~polydom.costs.decode.fit_decode_cost`), where the
         training images came encoded.
+    multilabel : bool
+        Whether each answer is one 0/1 value per label; ``classes`` are then the label names.
 
     Notes
     -----
@@ -112,10 +114,12 @@ class ServingState:
     version: str | None = None
     feature_modules: tuple = ()
     decode_fit: Any = None
+    multilabel: bool = False
 
     @classmethod
     def build(cls, source, *, features, classes, columns, cost_fits, n0, timing_sides, fit_stats, cascade,
-              path=None, version=None, index=None, feature_modules=(), decode_fit=None) -> "ServingState":
+              path=None, version=None, index=None, feature_modules=(), decode_fit=None,
+              multilabel=False) -> "ServingState":
         """A state serving ``index`` (default ``view_of(source)``) with a new planner over it.
 
         ``features`` maps names to :class:`~polydom.featurizers.Feature` objects (at least the
@@ -138,6 +142,7 @@ class ServingState:
             cost_fits=cost_fits, cost_curves={name: fit.curve for name, fit in cost_fits.items()},
             n0=float(n0), timing_sides=tuple(int(s) for s in timing_sides), fit_stats=fit_stats,
             path=path, version=version, feature_modules=tuple(feature_modules), decode_fit=decode_fit,
+            multilabel=bool(multilabel),
         )
 
     def replace(self, **changes) -> "ServingState":
@@ -151,6 +156,13 @@ class ServingState:
     def current(self) -> bool:
         """Whether ``source`` still serves the version this state was built from (``O(1)``)."""
         return view_of(self.source) is self.index
+
+    @property
+    def answers(self):
+        """The shape of this version's answers (:class:`~polydom.serving.answers.Answers`)."""
+        from polydom.serving.answers import Answers
+
+        return Answers(self.classes, self.multilabel)
 
 
 @dataclass(frozen=True, eq=False)
