@@ -12,7 +12,9 @@ Supported (anything else falls back to the model's own ``predict``):
 * a linear classifier -- ``SGDClassifier``, ``LogisticRegression``, ``LogisticRegressionCV``,
   ``LinearSVC``, ``RidgeClassifier``, ``RidgeClassifierCV``, ``Perceptron``,
   ``PassiveAggressiveClassifier`` -- on dense input, single label;
-* a ``Pipeline`` of ``StandardScaler`` steps (or ``"passthrough"``) ending in one of those.
+* a ``Pipeline`` of ``StandardScaler`` steps (or ``"passthrough"``) ending in one of those;
+* a multilabel ``OneVsRestClassifier`` whose per-label models are any of the above (or
+  constant): one 0/1 value per label.
 
 Predictions are **identical** to scikit-learn's, not merely close: the lean path performs the very
 operations scikit-learn performs, in the same order and on arrays of the same shape (centre, then
@@ -29,11 +31,11 @@ import numpy as np
 
 from polydom.index.cascade import linear_probabilities
 
-__all__ = ["LeanConstant", "LeanLinear", "SklearnPredictor", "lean_model", "linear_proba_arrays"]
+__all__ = ["LeanConstant", "LeanLinear", "LeanLabels", "SklearnPredictor", "lean_model", "linear_proba_arrays"]
 
 _LINEAR_CLASSIFIERS = (
     "SGDClassifier", "LogisticRegression", "LogisticRegressionCV", "LinearSVC", "RidgeClassifier",
-    "RidgeClassifierCV", "Perceptron", "PassiveAggressiveClassifier",
+    "RidgeClassifierCV", "Perceptron", "PassiveAggressiveClassifier", "LinearDiscriminantAnalysis",
 )
 
 
@@ -117,6 +119,44 @@ class LeanLinear:
         return f"<LeanLinear features={self.n_features} classes={len(self.classes)} scalers={len(self.scalers)}>"
 
 
+class LeanLabels:
+    """A fitted multilabel ``OneVsRestClassifier`` as one score per label and a threshold.
+
+    Parameters
+    ----------
+    parts : list of float or LeanLinear
+        Per label: a constant score (a constant or prior-only model), or a binary linear model
+        whose decision score is compared.
+    threshold : float
+        A label is present when its score exceeds it: 0 for decision scores, 0.5 for
+        probabilities -- chosen from the first label's model, as scikit-learn chooses it.
+    """
+
+    __slots__ = ("parts", "threshold")
+    lean = True
+
+    def __init__(self, parts, threshold: float):
+        self.parts = list(parts)
+        self.threshold = float(threshold)
+
+    def _score(self, part, X: np.ndarray) -> np.ndarray:
+        if isinstance(part, LeanLinear):
+            return part._scores(X).reshape(len(X), -1)[:, 0]
+        return np.full(len(X), part)
+
+    def predict_one(self, x: np.ndarray) -> np.ndarray:
+        """The 0/1 row of one feature row ``x``."""
+        return self.predict(x.reshape(1, -1))[0]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """0/1 rows, one column per label."""
+        X = np.asarray(X, dtype=np.float64)
+        return np.stack([self._score(part, X) > self.threshold for part in self.parts], axis=1).astype(int)
+
+    def __repr__(self) -> str:
+        return f"<LeanLabels labels={len(self.parts)} threshold={self.threshold:g}>"
+
+
 class SklearnPredictor:
     """Fallback: the model's own ``predict``, behind the same two methods."""
 
@@ -159,6 +199,39 @@ def _lean_linear(model, scalers) -> LeanLinear | None:
     if coef.ndim == 2 and coef.shape[0] not in (1, len(classes)):
         return None
     return LeanLinear(scalers, coef_t, intercept, classes)
+
+
+def _lean_labels(model) -> LeanLabels | None:
+    """A multilabel one-vs-rest model as :class:`LeanLabels`, replaying scikit-learn's
+    ``OneVsRestClassifier.predict``: each label's decision score (or, for a model without one,
+    its probability) against one threshold taken from the first label's model."""
+    if _class_name(model) != "OneVsRestClassifier":
+        return None
+    binarizer = getattr(model, "label_binarizer_", None)
+    estimators = getattr(model, "estimators_", None)
+    if not str(getattr(binarizer, "y_type_", "")).startswith("multilabel") or not estimators:
+        return None
+    from sklearn.base import is_classifier
+
+    first = estimators[0]
+    threshold = 0.0 if hasattr(first, "decision_function") and is_classifier(first) else 0.5
+    parts = []
+    for estimator in estimators:
+        name = _class_name(estimator)
+        if name == "_ConstantPredictor":  # a label constant in training: its one value is its score
+            parts.append(float(np.ravel(estimator.y_)[0]))
+        elif name == "DummyClassifier" and getattr(estimator, "_strategy", estimator.strategy) in ("prior", "most_frequent"):
+            if hasattr(estimator, "decision_function") or len(estimator.classes_) != 2:
+                return None
+            parts.append(float(estimator.predict_proba(np.zeros((1, 1)))[0, 1]))
+        else:
+            pieces = _scalers_and_final(estimator)
+            lean = None if pieces is None else _lean_linear(pieces[1], pieces[0])
+            # A binary linear model scored by its decision function, as sklearn scores it.
+            if lean is None or not lean.binary or threshold != 0.0 or list(lean.classes) != [0, 1]:
+                return None
+            parts.append(lean)
+    return LeanLabels(parts, threshold)
 
 
 def _lean_scaler(step) -> tuple[Any, Any] | None:
@@ -209,6 +282,9 @@ def lean_model(model) -> LeanConstant | LeanLinear | SklearnPredictor:
     dummy = _lean_dummy(model)
     if dummy is not None:
         return dummy
+    labels = _lean_labels(model)
+    if labels is not None:
+        return labels
     parts = _scalers_and_final(model)
     lean = None if parts is None else _lean_linear(parts[1], parts[0])
     return lean if lean is not None else SklearnPredictor(model)

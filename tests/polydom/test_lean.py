@@ -21,7 +21,7 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
-from polydom.classifier.lean import LeanConstant, LeanLinear, SklearnPredictor, lean_model, linear_proba_arrays, softmax_linear_proba
+from polydom.classifier.lean import LeanConstant, LeanLabels, LeanLinear, SklearnPredictor, lean_model, linear_proba_arrays, softmax_linear_proba
 
 LEAN = [
     lambda: make_pipeline(StandardScaler(), SGDClassifier(loss="hinge", penalty="l1", random_state=0)),
@@ -32,6 +32,8 @@ LEAN = [
     lambda: make_pipeline(StandardScaler(with_std=False), RidgeClassifier()),
     lambda: Pipeline([("skip", "passthrough"), ("scale", StandardScaler()), ("clf", Perceptron(random_state=0))]),
     lambda: PassiveAggressiveClassifier(random_state=0),
+    lambda: make_pipeline(StandardScaler(), LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto")),
+    lambda: LinearDiscriminantAnalysis(),
 ]
 
 
@@ -73,6 +75,50 @@ def test_lean_linear_equals_sklearn(make, n_classes, labels_as):
         rng.normal(size=(100, 12)) * 1e-9,
     ])
     _check_identical(model, lean, X_test)
+
+
+def _labels(seed=0, constant_column=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(240, 12)) * rng.uniform(0.1, 50, size=12)
+    Y = (X[:, :4] + rng.normal(size=(240, 4)) * 20 > 0).astype(int)
+    if constant_column is not None:
+        Y[:, constant_column] = 1
+    return X, Y
+
+
+@pytest.mark.parametrize("make", [LEAN[3], LEAN[-2]])
+@pytest.mark.parametrize("constant_column", [None, 0, 2])
+def test_a_multilabel_one_vs_rest_model_is_lean_and_exact(make, constant_column):
+    """Per-label linear models (a label constant in training gets a constant model) give the very
+    0/1 rows scikit-learn's OneVsRestClassifier gives -- the first label constant included, where
+    scikit-learn thresholds every label's decision score at 0.5."""
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X, Y = _labels(constant_column=constant_column)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = OneVsRestClassifier(make()).fit(X, Y)
+    lean = lean_model(model)
+    rng = np.random.default_rng(3)
+    X_test = np.vstack([rng.normal(size=(200, 12)) * 30, X[:50] + rng.normal(size=(50, 12)) * 1e-3])
+    if constant_column == 0:  # the threshold is 0.5 on decision scores: scikit-learn's own path serves
+        assert isinstance(lean, SklearnPredictor)
+    else:
+        assert isinstance(lean, LeanLabels) and lean.lean
+    np.testing.assert_array_equal(lean.predict(X_test), model.predict(X_test))
+    for row in X_test[::10]:
+        np.testing.assert_array_equal(lean.predict_one(row), model.predict(row.reshape(1, -1))[0])
+
+
+def test_the_multilabel_empty_set_model_is_a_constant_row():
+    from polydom.classifier.multilabel import empty_set_model
+
+    _, Y = _labels(seed=4)
+    model = empty_set_model().fit(np.zeros((len(Y), 0)), Y)
+    lean = lean_model(model)
+    assert isinstance(lean, LeanLabels)
+    np.testing.assert_array_equal(lean.predict(np.zeros((5, 0))), model.predict(np.zeros((5, 0))))
+    np.testing.assert_array_equal(lean.predict_one(np.zeros(0)), (Y.mean(axis=0) > 0.5).astype(int))
 
 
 @pytest.mark.parametrize("strategy", ["most_frequent", "prior"])
