@@ -263,8 +263,8 @@ def as_array(item, *, index=None) -> np.ndarray:
     return validate_image(item, index=index)
 
 
-def read_image_folder(directory) -> list[np.ndarray]:
-    """Every image file in ``directory`` (sorted by name, :data:`IMAGE_EXTENSIONS`), decoded.
+def image_files(directory) -> list[str]:
+    """The paths of the image files in ``directory`` (:data:`IMAGE_EXTENSIONS`), sorted by name.
 
     Raises
     ------
@@ -274,4 +274,15 @@ def read_image_folder(directory) -> list[np.ndarray]:
     names = sorted(n for n in os.listdir(directory) if n.lower().endswith(IMAGE_EXTENSIONS))
     if not names:
         raise ImageError(f"no image files ({', '.join(IMAGE_EXTENSIONS)}) in {directory}")
-    return [decode_image(os.path.join(directory, n), index=i) for i, n in enumerate(names)]
+    return [os.path.join(directory, n) for n in names]
+
+
+def read_image_folder(directory) -> list[np.ndarray]:
+    """Every image file in ``directory`` (:func:`image_files`), decoded.
+
+    Raises
+    ------
+    ImageError
+        The folder holds no image file.
+    """
+    return [decode_image(path, index=i) for i, path in enumerate(image_files(directory))]

@@ -8,6 +8,8 @@ classifier's own state inside its index (:mod:`polydom.classifier.classifier_sta
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
@@ -494,6 +496,44 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
                                  "planned together, so a bad item fails the call")
             options["errors"] = errors
         return server.explain(images, budgets, **options)
+
+    def triage(self, images, k: int, *, total_budget: float, label=None, progress: bool = False):
+        """The ``k`` images most likely positive, found within ``total_budget`` seconds.
+
+        Cheap features are computed on every image and the costlier ones on the images whose
+        place in the top ``k`` they could change (:mod:`polydom.serving.triage`). A Ctrl-C
+        returns the ranking found so far (``result.interrupted``).
+
+        Parameters
+        ----------
+        images : sequence of images
+            Arrays, PIL images, file paths or encoded bytes; paths are decoded when needed, so
+            a backlog of files never sits in memory whole.
+        k : int
+            How many images to return (at most ``len(images)``).
+        total_budget : float
+            Seconds of decoding and feature extraction for the whole backlog; exceeded by less
+            than the measured time of the last step started.
+        label : object, optional
+            The class (or, with several labels, the label) to rank by; default the second of two
+            classes, or the only label.
+        progress : bool, default False
+            Lines on stderr with the time spent and left.
+
+        Returns
+        -------
+        polydom.serving.triage.Triage
+            ``items`` (positions, best first), ``scores``, every image's score, the time spent.
+        """
+        from polydom.serving.triage import triage
+
+        images = as_image_list(images)
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= len(images):
+            raise InputError(f"k must be an integer from 1 to the number of images ({len(images)}), got {k!r:.40}")
+        if total_budget is None:
+            raise InputError("total_budget is required: the seconds triage may spend on the whole backlog")
+        total = check_budgets(total_budget, 1)[0]
+        return triage(self._state(), images, int(k), float(total), label=label, progress=bool(progress))
 
     def score(self, images, y, sample_weight=None, budget=None, *, total_budget=None) -> float:
         """Accuracy of :meth:`predict` on ``images`` within ``budget`` (or ``total_budget``).

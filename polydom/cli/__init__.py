@@ -8,13 +8,16 @@ Usage::
     polydom build SPEC --out PATH ...                 (polydom.cli.build)
     polydom recost PATH ...                           (polydom.cli.recost)
     polydom demo --out DIR ...                        (polydom.cli.demo)
+    polydom triage PATH SOURCE --k K --total-budget S (polydom.cli.triage)
 
 A command is a name, a one-line help, ``configure(parser)`` declaring its arguments and
 ``run(args) -> int``. Register one with :func:`add_command`, or with :func:`add_lazy_command`
 naming a module that defines ``configure`` and ``run`` -- that module is imported only when its
 command runs, so ``polydom lookup`` never pays for what another command imports::
 
-    add_lazy_command("recost", "re-measure feature costs and republish", "polydom.cli.recost")
+    add_lazy_command("triage", "the K images of a folder or file list most likely positive, within a total budget",
+                 "polydom.cli.triage")
+add_lazy_command("recost", "re-measure feature costs and republish", "polydom.cli.recost")
 
 Every command follows one convention for errors and exit codes (:data:`CONVENTIONS`, also shown
 by ``polydom --help``): a command raises, :func:`main` prints one line on stderr and picks the
@@ -94,6 +97,8 @@ add_lazy_command("plan", "one set per item of a batch sharing a total budget, ag
                  "polydom.cli.plan")
 add_lazy_command("build", "precompute an index from a build script (SPEC) and publish it", "polydom.cli.build")
 add_lazy_command("demo", "the main job on embedded real images: precompute, serve, write a report", "polydom.cli.demo")
+add_lazy_command("triage", "the K images of a folder or file list most likely positive, within a total budget",
+                 "polydom.cli.triage")
 add_lazy_command("recost", "re-measure a saved classifier's feature costs here and republish it, training nothing",
                  "polydom.cli.recost")
 

@@ -16,12 +16,18 @@ from . import UsageError
 __all__ = ["configure", "run"]
 
 
+#: Jobs of their own beside the main job's data sets: several labels per image, and backlog triage.
+OTHER_JOBS = ("policies", "backlog")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     from polydom.demo.data import DATASETS
 
-    parser.add_argument("--dataset", choices=DATASETS, default="digits",
+    parser.add_argument("--dataset", choices=DATASETS + OTHER_JOBS, default="digits",
                         help="digits (bundled with scikit-learn; default), fashion-mnist (Debian's "
-                             "dataset-fashion-mnist) or photos (natural sizes, generated)")
+                             "dataset-fashion-mnist) or photos (natural sizes, generated); policies: several "
+                             "labels per image from one walk against one classifier per label; backlog: the "
+                             "top K of a generated backlog within a total budget")
     parser.add_argument("--out", default="demo-out", help="output directory (default: demo-out)")
     parser.add_argument("--quick", action="store_true",
                         help="a small run for smoke tests; its numbers carry large standard errors")
@@ -42,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from polydom.memory import keep_freed_memory
 
     keep_freed_memory()  # this process serves as a tuned service would (docs/decisions/serving-memory.md)
+    if args.dataset in OTHER_JOBS:
+        return _other_job(args)
     with tempfile.TemporaryDirectory(prefix="polydom-demo-") as scratch:
         cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
         try:
@@ -50,4 +58,29 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             raise interrupted(os.path.join(cache, "expansions"), kept=not args.no_cache) from None
     print(f"polydom demo: report written to {result.report} ({result.wall_seconds:.0f} s)", file=sys.stderr)
+    return 0
+
+
+def _other_job(args: argparse.Namespace) -> int:
+    """``--dataset policies`` or ``--dataset backlog``: a job of its own, its report at ``OUT/report.md``."""
+    import time
+
+    from .interrupts import interrupted
+
+    started = time.perf_counter()
+    report = os.path.join(args.out, "report.md")
+    with tempfile.TemporaryDirectory(prefix="polydom-demo-") as scratch:
+        cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
+        try:
+            if args.dataset == "policies":
+                from polydom.demo.policies import run_policies
+
+                run_policies(report, quick=args.quick, random_state=args.seed, cache_dir=cache)
+            else:
+                from polydom.demo.backlog import run_backlog
+
+                run_backlog(report, quick=args.quick, random_state=args.seed, cache_dir=cache)
+        except KeyboardInterrupt:
+            raise interrupted(os.path.join(cache, "expansions"), kept=not args.no_cache) from None
+    print(f"polydom demo: report written to {report} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return 0

@@ -1,0 +1,398 @@
+"""Backlog triage: the K images most likely positive, found within one total budget.
+
+A moderation team rescans a stored backlog when a policy changes. Computing every feature of
+every image spends most of the time on images that are clearly fine. Triage spends it where it
+can change the answer, in the spirit of BlazeIt's limit queries (a cheap model ranks, the
+expensive one is spent where the ranking is in doubt):
+
+1. **A ladder per image.** At the image's size the index names its feature sets from cheap to
+   the unlimited best (:func:`ladder`): the cheapest set that beats no features, one in the
+   middle of the cost range, and the set served without a budget.
+2. **Score every image cheaply.** The first rung is the richest rung whose predicted cost over
+   the whole backlog fits :data:`FIRST_PASS_SHARE` of the total budget (at least the cheapest);
+   every image is decoded, its features computed and scored: the probability its set's model
+   gives the positive class (or label).
+3. **Refine where membership is in doubt.** Let ``t`` be the K-th best score. An image's doubt
+   is its distance to ``t`` in log-odds, divided by how far scores at its rung have moved when
+   climbing so far (learned from the images refined; 1 until :data:`SPREAD_AFTER` have). The
+   most doubtful image that the time left affords climbs one rung (features already computed
+   are kept; the image is decoded again), and is scored again. Triage stops when the budget
+   buys no further rung, or when no image is within :data:`SETTLED` spreads of ``t``.
+
+**The budget.** Every decode and every feature is checked before it starts: it starts only if
+the time spent so far plus its predicted cost fits the total. So the total is exceeded by at
+most the overrun of the last decode or feature started -- less than that one step's measured
+time. The time spent counts decoding and feature extraction (and reading image headers), on the
+real clock.
+
+A Ctrl-C (``KeyboardInterrupt``) during triage returns the ranking so far, marked
+``interrupted``; images not yet scored rank last.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from polydom.costs.decode import guarded_decode
+from polydom.errors import InputError
+from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
+
+__all__ = ["Triage", "triage", "ladder", "FIRST_PASS_SHARE", "SETTLED", "SPREAD_AFTER"]
+
+#: The share of the total budget the first pass may plan to spend (its rung is the richest that fits).
+FIRST_PASS_SHARE = 0.35
+#: Refining stops when the most doubtful image is this many spreads from the K-th score.
+SETTLED = 3.0
+#: Images refined from a rung before their moves set that rung's spread.
+SPREAD_AFTER = 10
+#: Rungs per image: the cheapest useful set, one in the middle, the unlimited best.
+MAX_RUNGS = 3
+_CLIP = 1e-6
+
+
+@dataclass(frozen=True)
+class Triage:
+    """What triage found: the top ``k`` images, best first, and how it spent the budget.
+
+    Attributes
+    ----------
+    items : ndarray of int
+        Positions (in the input) of the ``k`` images most likely positive, best first.
+    scores : ndarray of float
+        Their scores (the positive class's or label's probability).
+    all_scores : ndarray of float
+        Every image's last score; NaN for an image never scored.
+    rungs : ndarray of int
+        The rung each image reached (0 the first pass's; -1 not scored).
+    features : list of tuple of str
+        The set each image was last scored with.
+    spent : float
+        Seconds of decoding and extraction, on the real clock.
+    longest_step : float
+        The longest single decode or feature (the most ``spent`` may exceed the budget by).
+    total_budget : float
+    label : object
+        The class or label ranked.
+    refined : int
+        Rungs climbed after the first pass.
+    stopped : str
+        ``"settled"`` (no image left in doubt), ``"budget"`` (no rung affordable), ``"top"``
+        (every image at its last rung) or ``"interrupted"`` (Ctrl-C).
+    """
+
+    items: np.ndarray
+    scores: np.ndarray
+    all_scores: np.ndarray
+    rungs: np.ndarray
+    features: list
+    spent: float
+    longest_step: float
+    total_budget: float
+    label: Any
+    refined: int
+    stopped: str
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a Ctrl-C ended triage (the ranking is the best found by then)."""
+        return self.stopped == "interrupted"
+
+
+def ladder(index, size: float, max_rungs: int = MAX_RUNGS) -> list[int]:
+    """The keys of the sets an image of ``size`` climbs, cheapest first: the cheapest set whose
+    score beats the empty set's, one near the middle of the cost range (geometrically), and
+    the set ``index.lookup`` serves without a budget. Fewer when they coincide; empty when no
+    set beats the empty one."""
+    top = index.lookup(size, math.inf)
+    if not top.features:
+        return []
+    empty = index.lookup(size, 0.0).accuracy
+    top_cost = index.cost_of(top.features, size)
+    rungs: dict[int, float] = {}
+    for fraction in np.geomspace(1e-4, 1.0, 25):
+        choice = index.lookup(size, top_cost * fraction)
+        if choice.features and choice.accuracy > empty:
+            rungs.setdefault(int(choice.key), index.cost_of(choice.features, size))
+    keys = sorted(rungs, key=rungs.get)
+    if len(keys) <= max_rungs:
+        return keys
+    first, last = keys[0], keys[-1]
+    middle_cost = math.sqrt(max(rungs[first], 1e-12) * rungs[last])
+    middle = min(keys[1:-1], key=lambda k: abs(math.log(max(rungs[k], 1e-12) / middle_cost)))
+    return [first, middle, last][:max_rungs]
+
+
+@dataclass
+class _Image:
+    position: int
+    source: Any
+    size: int
+    rungs: list
+    rung: int = -1
+    vectors: dict = field(default_factory=dict)
+    score: float = math.nan
+    features: tuple = ()
+
+
+class _Budget:
+    """Seconds spent against the total; each step asks before it starts."""
+
+    def __init__(self, total: float, clock):
+        self.total, self.clock, self.spent, self.longest = float(total), clock, 0.0, 0.0
+
+    def affords(self, predicted: float) -> bool:
+        return self.spent + predicted <= self.total
+
+    def run(self, work):
+        start = self.clock()
+        try:
+            return work()
+        finally:
+            took = self.clock() - start
+            self.spent += took
+            self.longest = max(self.longest, took)
+
+
+class _Exhausted(Exception):
+    """The budget does not afford the next step."""
+
+
+class _Run:
+    def __init__(self, state, images, k, total_budget, column, progress, clock):
+        self.state, self.index, self.planner = state, state.index, state.planner
+        self.k, self.column, self.clock = k, column, clock
+        self.budget = _Budget(total_budget, clock)
+        self.images = images
+        self.progress = progress
+        self.last_line = clock()
+        self.started = clock()
+        self.moves: dict[int, list] = {}
+        self.ladders: dict[int, list] = {}
+        self.refined = 0
+
+    # ------------------------------------------------------------------ one image
+
+    def say(self, text: str, force: bool = False) -> None:
+        if self.progress and (force or self.clock() - self.last_line >= 2.0):
+            print(f"polydom triage: {text}", file=sys.stderr, flush=True)
+            self.last_line = self.clock()
+
+    def sized(self, position: int, source) -> _Image:
+        if is_encoded(source):
+            if not self.budget.affords(0.0):
+                raise _Exhausted
+            height, width = self.budget.run(lambda: header_shape(source, index=position))
+        else:
+            array = as_array(source, index=position)
+            height, width = array.shape[:2]
+        size = int(height) * int(width)
+        # One ladder per 2% band of sizes: the sets an index serves change slowly with size, and
+        # a backlog rarely repeats a size exactly.
+        band = round(math.log(max(size, 1)) / math.log(1.02))
+        if band not in self.ladders:
+            self.ladders[band] = ladder(self.index, size)
+        return _Image(position, source, size, self.ladders[band])
+
+    def pixels(self, image: _Image) -> np.ndarray:
+        if not is_encoded(image.source):
+            return as_array(image.source, index=image.position)
+        if not self.budget.affords(guarded_decode(self.state.decode_fit, image.size)):
+            raise _Exhausted
+        return self.budget.run(lambda: decode_image(image.source, index=image.position))
+
+    def step_cost(self, image: _Image, rung: int) -> float:
+        """Predicted seconds to bring ``image`` to ``rung``: its missing features (and a decode)."""
+        names = self.index.space.frozenset(image.rungs[rung])
+        missing = [n for n in names if n not in image.vectors]
+        if not missing:
+            return 0.0
+        cost = self.index.cost_of(sorted(names), image.size) - self.index.cost_of(
+            sorted(n for n in names if n in image.vectors), image.size)
+        if is_encoded(image.source):
+            cost += guarded_decode(self.state.decode_fit, image.size)
+        return max(cost, 0.0)
+
+    def climb(self, image: _Image, rung: int) -> bool:
+        """Compute what ``rung``'s set lacks; False (nothing scored anew) if the budget ran out
+        before every feature was computed."""
+        plan = self.planner.plan(image.rungs[rung], self.index)
+        missing = [f for f in plan.features if f.name not in image.vectors]
+        if missing:
+            array = self.pixels(image)
+            prepared: dict = {}
+            for feature in missing:
+                if not self.budget.affords(self.index.cost_of([feature.name], image.size)):
+                    raise _Exhausted
+                image.vectors[feature.name] = self.budget.run(
+                    lambda f=feature: f.evaluate(array, index=image.position, prepared=prepared))
+        image.rung = rung
+        image.features = plan.names
+        return True
+
+    def scores_of(self, images: list[_Image]) -> None:
+        """Score ``images`` at their rungs, one model call per set."""
+        by_key: dict[int, list[_Image]] = {}
+        for image in images:
+            by_key.setdefault(image.rungs[image.rung], []).append(image)
+        for key, group in by_key.items():
+            plan = self.planner.plan(key, self.index)
+            X = np.stack([np.concatenate([im.vectors[n] for n in plan.names]) for im in group])
+            proba = self.column(plan.model, X)
+            for im, p in zip(group, proba):
+                im.score = float(p)
+
+    # ------------------------------------------------------------------ the passes
+
+    def first_rung(self, images: list[_Image]) -> int:
+        """The richest rung whose predicted cost over every image fits the first pass's share."""
+        share = FIRST_PASS_SHARE * self.budget.total
+        best = 0
+        for r in range(1, MAX_RUNGS):
+            total = sum(self.step_cost(im, min(r, len(im.rungs) - 1)) for im in images if im.rungs)
+            if total <= share:
+                best = r
+        return best
+
+    def first_pass(self, images: list[_Image], rung: int) -> None:
+        pending = []
+        try:
+            for done, image in enumerate(images, 1):
+                if image.rungs:
+                    self.climb(image, min(rung, len(image.rungs) - 1))
+                    pending.append(image)
+                if len(pending) >= 64:
+                    self.scores_of(pending)
+                    pending = []
+                self.say(f"first pass: {done} of {len(images)} images scored, {self.budget.spent:.1f} of "
+                         f"{self.budget.total:.1f} s spent, about "
+                         f"{(len(images) - done) * self.budget.spent / done:.0f} s left in this pass")
+        finally:  # stopped by the budget or a Ctrl-C: what was computed is still scored
+            self.scores_of(pending)
+
+    def spread(self, rung: int) -> float:
+        moves = self.moves.get(rung, ())
+        if len(moves) < SPREAD_AFTER:
+            return 1.0
+        return max(0.05, 1.4826 * float(np.median(np.abs(np.asarray(moves) - np.median(moves)))) or 0.05)
+
+    def refine(self, images: list[_Image]) -> str:
+        scored = [im for im in images if not math.isnan(im.score)]
+        if len(scored) <= self.k:
+            return "top"  # every scored image is in the top K already
+        unaffordable: set[int] = set()
+        while True:
+            scores = np.array([im.score for im in scored])
+            t = np.partition(scores, len(scores) - self.k)[len(scores) - self.k]
+            open_ = [i for i, im in enumerate(scored) if im.rung < len(im.rungs) - 1 and im.position not in unaffordable]
+            if not open_:
+                return "budget" if unaffordable else "top"
+            doubt = np.array([abs(_logit(scored[i].score) - _logit(t)) / self.spread(scored[i].rung) for i in open_])
+            order = np.argsort(doubt, kind="stable")
+            if doubt[order[0]] > SETTLED:
+                return "settled"
+            for j in order:
+                image = scored[open_[j]]
+                if self.budget.affords(self.step_cost(image, image.rung + 1)):
+                    break
+                unaffordable.add(image.position)
+            else:
+                continue
+            before, rung = _logit(image.score), image.rung
+            try:
+                self.climb(image, rung + 1)
+            except _Exhausted:
+                unaffordable.add(image.position)
+                image.rung = rung  # partly computed: scored at the rung it had
+                continue
+            self.scores_of([image])
+            self.moves.setdefault(rung, []).append(_logit(image.score) - before)
+            self.refined += 1
+            self.say(f"refining: {self.refined} rungs climbed, {self.budget.spent:.1f} of {self.budget.total:.1f} s "
+                     f"spent, {max(0.0, self.budget.total - self.budget.spent):.1f} s left")
+
+    def run(self) -> tuple[list[_Image], str]:
+        images: list[_Image] = []
+        stopped = "top"
+        try:
+            for position, source in enumerate(self.images):
+                images.append(self.sized(position, source))
+            rung = self.first_rung(images)
+            self.first_pass(images, rung)
+            stopped = self.refine(images)
+        except _Exhausted:
+            stopped = "budget"
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+        return images, stopped
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, _CLIP), 1.0 - _CLIP)
+    return math.log(p / (1.0 - p))
+
+
+def positive_column(state, label):
+    """``(label, column(model, X) -> probabilities)``: the class or label triage ranks by.
+
+    Single-label: ``label`` is a class of ``classes_`` (default: the second of two); a set's
+    model that never saw it gives 0. Multilabel: a label of ``classes_`` (default: the only one).
+    """
+    classes = state.classes
+    if label is None:
+        if state.multilabel and len(classes) == 1 or not state.multilabel and len(classes) == 2:
+            label = classes[-1]
+        else:
+            what = "labels" if state.multilabel else "classes"
+            raise InputError(f"label is required: the classifier has {len(classes)} {what} ({classes.tolist()!r:.80})")
+    matches = np.flatnonzero(classes == label)
+    if not len(matches):
+        raise InputError(f"label {label!r:.60} is not one of classes_ ({classes.tolist()!r:.80})")
+    position = int(matches[0])
+
+    if state.multilabel:
+        answers = state.answers
+
+        def column(model, X):
+            return np.array([answers.proba(model, x)[position] for x in X])
+    else:
+        def column(model, X):
+            seen = np.flatnonzero(np.asarray(model.classes_) == label)
+            if not len(seen):
+                return np.zeros(len(X))
+            return model.predict_proba(X)[:, int(seen[0])]
+
+    return classes[position], column
+
+
+def triage(state, images, k: int, total_budget: float, *, label=None, progress: bool = False,
+           clock=time.perf_counter) -> Triage:
+    """The ``k`` images of ``images`` most likely positive, within ``total_budget`` seconds.
+
+    ``state`` is a classifier's serving state (:class:`~polydom.serving.state.ServingState`);
+    :meth:`polydom.CostSensitiveClassifier.triage` is the public entry.
+    """
+    label, column = positive_column(state, label)
+    run = _Run(state, images, k, total_budget, column, progress, clock)
+    run.say(f"{len(images)} images, top {k}, {total_budget:g} s", force=True)
+    done, stopped = run.run()
+    n = len(images)
+    all_scores = np.full(n, np.nan)
+    rungs = np.full(n, -1, dtype=np.int64)
+    features: list = [()] * n
+    for image in done:
+        all_scores[image.position] = image.score
+        rungs[image.position] = image.rung if not math.isnan(image.score) else -1
+        features[image.position] = image.features
+    ranked = np.where(np.isnan(all_scores), -np.inf, all_scores)
+    order = np.lexsort((np.arange(n), -ranked))[:k]
+    run.say(f"done ({stopped}): {run.refined} rungs climbed after the first pass, {run.budget.spent:.1f} of "
+            f"{total_budget:g} s spent", force=True)
+    return Triage(items=order, scores=all_scores[order], all_scores=all_scores, rungs=rungs, features=features,
+                  spent=run.budget.spent, longest_step=run.budget.longest, total_budget=float(total_budget), label=label, refined=run.refined,
+                  stopped=stopped)
