@@ -50,7 +50,7 @@ class DemoSettings:
 
 
 _DIGITS_FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "glcm", "harris", "hog")
-_PHOTO_FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "hog")
+PHOTO_FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "hog")
 _SMALL_BUDGETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
 _PHOTO_BUDGETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 
@@ -62,7 +62,7 @@ def demo_settings(dataset: str = "digits", quick: bool = False) -> DemoSettings:
         if quick:
             return DemoSettings(dataset, ("intensity_hist", "thumbnail", "edge_density"), (0.005, 0.02, 0.1),
                                 n_train=24, n_held_out=18, real_per_range=2, encoded=True)
-        return DemoSettings(dataset, _PHOTO_FEATURES, _PHOTO_BUDGETS, real_per_range=100, encoded=True)
+        return DemoSettings(dataset, PHOTO_FEATURES, _PHOTO_BUDGETS, real_per_range=100, encoded=True)
     if quick:
         return DemoSettings(dataset, ("intensity_hist", "thumbnail", "edge_density", "hog"), (0.0005, 0.002, 0.01),
                             sides=(28, 112), train_per_class=4, held_out_per_class=3, real_per_range=2)

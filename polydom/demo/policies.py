@@ -29,10 +29,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .job import PHOTO_FEATURES
+
 __all__ = ["PolicySettings", "policy_settings", "run_policies", "FEATURES", "BUDGETS", "BINDS"]
 
 #: The photos demo's features: natural sizes, and every policy has one that tells it.
-FEATURES = ("intensity_hist", "thumbnail", "fft_bands", "edge_density", "lbp", "hog")
+FEATURES = PHOTO_FEATURES
 BUDGETS = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 #: The share of images on which the one walk must stop short of its unlimited set for a budget to bind.
 BINDS = 0.1
@@ -46,12 +48,14 @@ class PolicySettings:
     n_held: int = 200
     budgets: tuple = BUDGETS
     shape: tuple = ()  # (min_shape, max_shape); () for the generator's natural sizes
+    features: tuple = FEATURES
 
 
 def policy_settings(quick: bool = False) -> PolicySettings:
     """The demo's settings; ``quick`` is a smoke test whose numbers carry large standard errors."""
     if quick:
-        return PolicySettings(n_train=40, n_held=20, budgets=BUDGETS[1::3], shape=((120, 160), (240, 320)))
+        return PolicySettings(n_train=40, n_held=20, budgets=BUDGETS[1::3], shape=((120, 160), (240, 320)),
+                              features=("intensity_hist", "edge_density", "lbp"))
     return PolicySettings()
 
 
@@ -139,7 +143,7 @@ def write_report(out: pathlib.Path, ctx: dict) -> None:
          f"Data: {ctx['n_train']} training and {ctx['n_held']} held-out images "
          f"({ctx['mp'][0]:.2f}-{ctx['mp'][1]:.2f} MP held out; `load_moderation_images`). Labels and their held-out positive shares: "
          + ", ".join(f"{name} {share:.0%}" for name, share in zip(ctx["labels"], ctx["positives"])) + ". "
-         f"Features: {', '.join(FEATURES)}; default settings otherwise. Fits: multilabel "
+         f"Features: {', '.join(ctx['features'])}; default settings otherwise. Fits: multilabel "
          f"{ctx['fit_multi']:.0f} s, the {len(ctx['labels'])} per-label classifiers {ctx['fit_singles']:.0f} s "
          "together (one shared extraction and timing pass).", "",
          "Each cell is the mean per-label accuracy on time over the held-out images (a late answer is wrong for "
@@ -188,14 +192,15 @@ def run_policies(out, *, settings: PolicySettings | None = None, quick: bool = F
     held, Y_held, _ = load_moderation_images(settings.n_held, random_state=random_state + 1000, **shape)
     sizes = np.array([im.shape[0] * im.shape[1] for im in held], dtype=float)
     log(f"{settings.n_train} training and {settings.n_held} held-out images made")
-    ctx = dict(n_train=settings.n_train, n_held=settings.n_held, labels=labels, positives=Y_held.mean(axis=0).tolist(),
+    ctx = dict(features=settings.features, n_train=settings.n_train, n_held=settings.n_held, labels=labels, positives=Y_held.mean(axis=0).tolist(),
                mp=(float(sizes.min() / 1e6), float(sizes.max() / 1e6)), command=command,
                machine=f"Load average at the start: {' '.join(f'{v:.1f}' for v in os.getloadavg())}.")
     with tempfile.TemporaryDirectory(prefix="polydom-policies-") as scratch:
         cache = cache_dir or scratch
 
         def make():
-            return polydom.CostSensitiveClassifier(features=list(FEATURES), cache_dir=cache, random_state=random_state)
+            return polydom.CostSensitiveClassifier(features=list(settings.features), cache_dir=cache,
+                                                   random_state=random_state)
 
         t0 = time.perf_counter()
         multi = make().fit(train, Y_train)

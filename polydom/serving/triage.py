@@ -5,19 +5,21 @@ every image spends most of the time on images that are clearly fine. Triage spen
 can change the answer, in the spirit of BlazeIt's limit queries (a cheap model ranks, the
 expensive one is spent where the ranking is in doubt):
 
-1. **A ladder per image.** At the image's size the index names its feature sets from cheap to
-   the unlimited best (:func:`ladder`): the cheapest set that beats no features, one in the
-   middle of the cost range, and the set served without a budget.
-2. **Score every image cheaply.** The first rung is the richest rung whose predicted cost over
-   the whole backlog fits :data:`FIRST_PASS_SHARE` of the total budget (at least the cheapest);
-   every image is decoded, its features computed and scored: the probability its set's model
-   gives the positive class (or label).
+1. **A ladder per image** (:func:`ladder`), from the index's skyline at the image's size: a
+   first set, one near the middle of the costs above it, and the set served without a budget.
+   The first set is the most accurate costing at most the same share of the image's full cost
+   for every image, the share that makes the first pass's predicted total (decodes included)
+   :data:`FIRST_PASS_SHARE` of the budget -- so every image is scored by a set of the same
+   relative cost, and scores compare.
+2. **Score every image**: decode it, compute its first rung's features, and score it: the
+   probability its set's model gives the positive class (or label).
 3. **Refine where membership is in doubt.** Let ``t`` be the K-th best score. An image's doubt
    is its distance to ``t`` in log-odds, divided by how far scores at its rung have moved when
    climbing so far (learned from the images refined; 1 until :data:`SPREAD_AFTER` have). The
    most doubtful image that the time left affords climbs one rung (features already computed
    are kept; the image is decoded again), and is scored again. Triage stops when the budget
-   buys no further rung, or when no image is within :data:`SETTLED` spreads of ``t``.
+   buys no further rung, or when no image is within :data:`SETTLED` spreads of ``t``
+   (``docs/decisions/triage.md``).
 
 **The budget.** Every decode and every feature is checked before it starts: it starts only if
 the time spent so far plus its predicted cost fits the total. So the total is exceeded by at
@@ -45,13 +47,13 @@ from polydom.featurizers.sources import as_array, decode_image, header_shape, is
 
 __all__ = ["Triage", "triage", "ladder", "FIRST_PASS_SHARE", "SETTLED", "SPREAD_AFTER"]
 
-#: The share of the total budget the first pass may plan to spend (its rung is the richest that fits).
+#: The share of the total budget the first pass plans to spend, decodes included.
 FIRST_PASS_SHARE = 0.35
 #: Refining stops when the most doubtful image is this many spreads from the K-th score.
 SETTLED = 3.0
 #: Images refined from a rung before their moves set that rung's spread.
 SPREAD_AFTER = 10
-#: Rungs per image: the cheapest useful set, one in the middle, the unlimited best.
+#: Rungs per image: the first pass's set, one in the middle, the unlimited best.
 MAX_RUNGS = 3
 _CLIP = 1e-6
 
@@ -104,28 +106,38 @@ class Triage:
         return self.stopped == "interrupted"
 
 
-def ladder(index, size: float, max_rungs: int = MAX_RUNGS) -> list[int]:
-    """The keys of the sets an image of ``size`` climbs, cheapest first: the cheapest set whose
-    score beats the empty set's, one near the middle of the cost range (geometrically), and
-    the set ``index.lookup`` serves without a budget. Fewer when they coincide; empty when no
-    set beats the empty one."""
+def ladder(index, size: float, first_budget: float = 0.0, max_rungs: int = MAX_RUNGS) -> list[int]:
+    """The keys of the sets an image of ``size`` climbs, cheapest first.
+
+    The skyline at ``size`` -- the sets ``index.lookup`` serves as the budget grows, those whose
+    score beats the empty set's -- gives the rungs: first the most accurate set costing at most
+    ``first_budget`` (the cheapest skyline set if none does), then one near the geometric middle
+    of the costs above it, and last the set served without a budget. Fewer when they
+    coincide; empty when no set beats the empty one.
+    """
     top = index.lookup(size, math.inf)
     if not top.features:
         return []
     empty = index.lookup(size, 0.0).accuracy
     top_cost = index.cost_of(top.features, size)
-    rungs: dict[int, float] = {}
+    costs: dict[int, float] = {}
     for fraction in np.geomspace(1e-4, 1.0, 25):
         choice = index.lookup(size, top_cost * fraction)
         if choice.features and choice.accuracy > empty:
-            rungs.setdefault(int(choice.key), index.cost_of(choice.features, size))
-    keys = sorted(rungs, key=rungs.get)
-    if len(keys) <= max_rungs:
-        return keys
-    first, last = keys[0], keys[-1]
-    middle_cost = math.sqrt(max(rungs[first], 1e-12) * rungs[last])
-    middle = min(keys[1:-1], key=lambda k: abs(math.log(max(rungs[k], 1e-12) / middle_cost)))
-    return [first, middle, last][:max_rungs]
+            costs.setdefault(int(choice.key), index.cost_of(choice.features, size))
+    costs.setdefault(int(top.key), top_cost)
+    skyline = sorted(costs, key=costs.get)
+    affordable = [k for k in skyline if costs[k] <= first_budget]
+    first = affordable[-1] if affordable else skyline[0]
+    above = [k for k in skyline if costs[k] > costs[first]]
+    if not above:
+        return [first]
+    last = above[-1]
+    rungs = [first]
+    if max_rungs > 2 and len(above) > 1:
+        middle_cost = math.sqrt(max(costs[first], 1e-12) * costs[last])
+        rungs.append(min(above[:-1], key=lambda k: abs(math.log(max(costs[k], 1e-12) / middle_cost))))
+    return rungs + [last]
 
 
 @dataclass
@@ -174,6 +186,7 @@ class _Run:
         self.started = clock()
         self.moves: dict[int, list] = {}
         self.ladders: dict[int, list] = {}
+        self.first_share = 0.0
         self.refined = 0
 
     # ------------------------------------------------------------------ one image
@@ -191,13 +204,29 @@ class _Run:
         else:
             array = as_array(source, index=position)
             height, width = array.shape[:2]
-        size = int(height) * int(width)
-        # One ladder per 2% band of sizes: the sets an index serves change slowly with size, and
-        # a backlog rarely repeats a size exactly.
-        band = round(math.log(max(size, 1)) / math.log(1.02))
-        if band not in self.ladders:
-            self.ladders[band] = ladder(self.index, size)
-        return _Image(position, source, size, self.ladders[band])
+        return _Image(position, source, int(height) * int(width), [])
+
+    def climb_ladders(self, images: list[_Image]) -> None:
+        """Each image's ladder, its first rung the same share of its full cost for every image:
+        the first pass plans :data:`FIRST_PASS_SHARE` of the budget, decodes included, so that
+        every image is scored by a set of the same relative cost (and scores compare)."""
+        full = {}
+        for image in images:
+            band = round(math.log(max(image.size, 1)) / math.log(1.02))
+            if band not in full:
+                top = self.index.lookup(image.size, math.inf)
+                full[band] = self.index.cost_of(top.features, image.size) if top.features else 0.0
+        decoding = sum(guarded_decode(self.state.decode_fit, im.size) for im in images if is_encoded(im.source))
+        total = sum(full[round(math.log(max(im.size, 1)) / math.log(1.02))] for im in images)
+        share = max(0.0, FIRST_PASS_SHARE * self.budget.total - decoding) / total if total > 0 else 0.0
+        self.first_share = min(1.0, share)
+        for image in images:
+            # One ladder per 2% band of sizes: the sets an index serves change slowly with size,
+            # and a backlog rarely repeats a size exactly.
+            band = round(math.log(max(image.size, 1)) / math.log(1.02))
+            if band not in self.ladders:
+                self.ladders[band] = ladder(self.index, image.size, self.first_share * full[band])
+            image.rungs = self.ladders[band]
 
     def pixels(self, image: _Image) -> np.ndarray:
         if not is_encoded(image.source):
@@ -249,22 +278,12 @@ class _Run:
 
     # ------------------------------------------------------------------ the passes
 
-    def first_rung(self, images: list[_Image]) -> int:
-        """The richest rung whose predicted cost over every image fits the first pass's share."""
-        share = FIRST_PASS_SHARE * self.budget.total
-        best = 0
-        for r in range(1, MAX_RUNGS):
-            total = sum(self.step_cost(im, min(r, len(im.rungs) - 1)) for im in images if im.rungs)
-            if total <= share:
-                best = r
-        return best
-
-    def first_pass(self, images: list[_Image], rung: int) -> None:
+    def first_pass(self, images: list[_Image]) -> None:
         pending = []
         try:
             for done, image in enumerate(images, 1):
                 if image.rungs:
-                    self.climb(image, min(rung, len(image.rungs) - 1))
+                    self.climb(image, 0)
                     pending.append(image)
                 if len(pending) >= 64:
                     self.scores_of(pending)
@@ -276,42 +295,49 @@ class _Run:
             self.scores_of(pending)
 
     def spread(self, rung: int) -> float:
+        """How far log-odds moved when images climbed from ``rung`` (median absolute deviation;
+        1 before :data:`SPREAD_AFTER` moves)."""
         moves = self.moves.get(rung, ())
         if len(moves) < SPREAD_AFTER:
             return 1.0
-        return max(0.05, 1.4826 * float(np.median(np.abs(np.asarray(moves) - np.median(moves)))) or 0.05)
+        moves = np.asarray(moves)
+        return max(0.05, 1.4826 * float(np.median(np.abs(moves - np.median(moves)))))
 
     def refine(self, images: list[_Image]) -> str:
         scored = [im for im in images if not math.isnan(im.score)]
         if len(scored) <= self.k:
             return "top"  # every scored image is in the top K already
-        unaffordable: set[int] = set()
+        # Arrays over the scored images, updated in place as they climb: one iteration costs a
+        # few vector operations however long the backlog.
+        scores = np.array([im.score for im in scored])
+        rung = np.array([im.rung for im in scored])
+        last = np.array([len(im.rungs) - 1 for im in scored])
+        skipped = np.zeros(len(scored), dtype=bool)
+        spreads = np.ones(MAX_RUNGS)
         while True:
-            scores = np.array([im.score for im in scored])
-            t = np.partition(scores, len(scores) - self.k)[len(scores) - self.k]
-            open_ = [i for i, im in enumerate(scored) if im.rung < len(im.rungs) - 1 and im.position not in unaffordable]
-            if not open_:
-                return "budget" if unaffordable else "top"
-            doubt = np.array([abs(_logit(scored[i].score) - _logit(t)) / self.spread(scored[i].rung) for i in open_])
-            order = np.argsort(doubt, kind="stable")
-            if doubt[order[0]] > SETTLED:
+            t = _logit(float(np.partition(scores, len(scores) - self.k)[len(scores) - self.k]))
+            logits = np.log(np.clip(scores, _CLIP, 1 - _CLIP) / np.clip(1 - scores, _CLIP, 1 - _CLIP))
+            doubt = np.abs(logits - t) / spreads[rung]
+            doubt[(rung >= last) | skipped] = np.inf
+            j = int(np.argmin(doubt))
+            if not np.isfinite(doubt[j]):
+                return "budget" if skipped.any() else "top"
+            if doubt[j] > SETTLED:
                 return "settled"
-            for j in order:
-                image = scored[open_[j]]
-                if self.budget.affords(self.step_cost(image, image.rung + 1)):
-                    break
-                unaffordable.add(image.position)
-            else:
+            image = scored[j]
+            if not self.budget.affords(self.step_cost(image, image.rung + 1)):
+                skipped[j] = True
                 continue
-            before, rung = _logit(image.score), image.rung
+            before, was = _logit(image.score), image.rung
             try:
-                self.climb(image, rung + 1)
+                self.climb(image, was + 1)
             except _Exhausted:
-                unaffordable.add(image.position)
-                image.rung = rung  # partly computed: scored at the rung it had
+                skipped[j] = True  # partly computed: it keeps the rung and score it had
                 continue
             self.scores_of([image])
-            self.moves.setdefault(rung, []).append(_logit(image.score) - before)
+            scores[j], rung[j] = image.score, image.rung
+            self.moves.setdefault(was, []).append(_logit(image.score) - before)
+            spreads[was] = self.spread(was)
             self.refined += 1
             self.say(f"refining: {self.refined} rungs climbed, {self.budget.spent:.1f} of {self.budget.total:.1f} s "
                      f"spent, {max(0.0, self.budget.total - self.budget.spent):.1f} s left")
@@ -322,8 +348,8 @@ class _Run:
         try:
             for position, source in enumerate(self.images):
                 images.append(self.sized(position, source))
-            rung = self.first_rung(images)
-            self.first_pass(images, rung)
+            self.climb_ladders(images)
+            self.first_pass(images)
             stopped = self.refine(images)
         except _Exhausted:
             stopped = "budget"

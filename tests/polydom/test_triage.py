@@ -82,14 +82,21 @@ def brute_force_scores(clf, images, positive=1):
     return np.array(out)
 
 
-def test_the_ladder_climbs_from_the_cheapest_useful_set_to_the_unlimited_best(fitted):
+def test_the_ladder_climbs_from_the_first_budgets_best_to_the_unlimited_best(fitted):
     index = fitted.index_
     for size in (256, 576, 1024):
-        rungs = ladder(index, size)
-        assert rungs and rungs[-1] == index.lookup(size, math.inf).key
-        costs = [index.cost_of(index.space.frozenset(k), size) for k in rungs]
-        assert costs == sorted(costs) and len(set(rungs)) == len(rungs)
-        assert all(index.trained[k] > index.lookup(size, 0.0).accuracy for k in rungs)
+        top = index.lookup(size, math.inf)
+        full = index.cost_of(top.features, size)
+        for first_budget in (0.0, 0.3 * full, full):
+            rungs = ladder(index, size, first_budget)
+            assert rungs and rungs[-1] == top.key and len(rungs) <= 3
+            costs = [index.cost_of(index.space.frozenset(k), size) for k in rungs]
+            assert costs == sorted(costs) and len(set(rungs)) == len(rungs)
+            assert all(index.trained[k] > index.lookup(size, 0.0).accuracy for k in rungs)
+            best = index.lookup(size, first_budget)
+            if best.features and best.accuracy > index.lookup(size, 0.0).accuracy:
+                assert rungs[0] == best.key  # the most accurate set the first budget buys
+        assert ladder(index, size, full) == [top.key]
 
 
 def test_an_unlimited_budget_ranks_by_the_last_rung_exactly(fitted, data):
