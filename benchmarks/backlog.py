@@ -37,7 +37,9 @@ def main(argv=None) -> None:
     from polydom.demo.backlog import BacklogSettings, backlog_settings, run_backlog
 
     settings = backlog_settings(True) if args.quick else BacklogSettings(n_backlog=args.n, k=max(1, args.n // 20))
-    command = "python -P benchmarks/backlog.py" + ("" if not sys.argv[1:] else " " + shlex.join(sys.argv[1:]))
+    shown = ["DIR" if i and sys.argv[i] == args.backlog and sys.argv[i - 1] == "--backlog" else a
+             for i, a in enumerate(sys.argv)][1:]  # where the files are kept is this machine's business
+    command = "python -P benchmarks/backlog.py" + ("" if not shown else " " + shlex.join(shown))
     ctx = run_backlog(args.out, settings=settings, random_state=args.seed, backlog_dir=args.backlog,
                       command=command, log=log)
     v = ctx["verdict"]

@@ -33,7 +33,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-
 from polydom.featurizers.natural import _graphic, _photo, _photo_sources, _shapes
 
 __all__ = ["MODERATION_LABELS", "MODERATION_MIN_SHAPE", "MODERATION_MAX_SHAPE", "load_moderation_images",

@@ -72,7 +72,9 @@ def label_matrix(y, n_images: int, labels: np.ndarray | None = None) -> tuple[np
         if as_array.dtype == bool:
             as_array = as_array.astype(np.int8)
         if not np.isin(as_array, (0, 1)).all():
-            raise InputError("a multilabel y must hold 0 and 1 only (one column per label), or label sets")
+            raise InputError(f"y has shape {as_array.shape} and values other than 0 and 1: a 2-D y is a multilabel "
+                             "indicator matrix (0 and 1 only, one column per label); give class labels as a 1-D "
+                             "array, one label per image")
         if labels is not None and as_array.shape[1] != len(labels):
             raise InputError(f"y has {as_array.shape[1]} label columns; the classifier answers {len(labels)} labels")
         return as_array.astype(np.int8), np.arange(as_array.shape[1]) if labels is None else np.asarray(labels)

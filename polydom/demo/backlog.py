@@ -108,6 +108,7 @@ def plot(path: pathlib.Path, ctx) -> str | None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -121,6 +122,7 @@ def plot(path: pathlib.Path, ctx) -> str | None:
     ax.axvline(0.2 * ctx["fixed"]["all features"]["seconds"], color="grey", linestyle="--", linewidth=1,
                label="20% of the all-features time")
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # decades only: minor labels collide
     ax.set_xlabel("total budget / time spent (s)")
     ax.set_ylabel(f"recall among the top {ctx['k']}")
     ax.legend(fontsize=7)

@@ -322,8 +322,8 @@ class _Run:
             j = int(np.argmin(doubt))
             if not np.isfinite(doubt[j]):
                 return "budget" if skipped.any() else "top"
-            if doubt[j] > SETTLED:
-                return "settled"
+            if doubt[j] > SETTLED:  # among the images the time left still affords
+                return "budget" if skipped.any() else "settled"
             image = scored[j]
             if not self.budget.affords(self.step_cost(image, image.rung + 1)):
                 skipped[j] = True

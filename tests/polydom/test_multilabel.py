@@ -62,7 +62,7 @@ def test_labels_are_read_as_an_indicator_matrix_or_as_label_sets():
 
 
 @pytest.mark.parametrize("y, message", [
-    (np.array([[0, 2], [1, 0]]), "0 and 1 only"),
+    (np.array([[0, 2], [1, 0]]), "0 and 1 only.*1-D array"),
     (np.array([[0, 1]]), "1 rows but there are 2"),
     ([set(), set()], "all empty"),
     ([{"a"}, "b"], "y\\[1\\]"),
