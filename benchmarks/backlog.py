@@ -23,7 +23,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2000, help="backlog size (K is 5% of it)")
+    parser.add_argument("--n", type=int, default=2000, help="backlog size (K is 5%% of it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backlog", default=None, help="keep the backlog's files here (reused when present)")
     parser.add_argument("--quick", action="store_true", help="a smoke test: a few small images")

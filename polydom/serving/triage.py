@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from polydom.costs.decode import guarded_decode
-from polydom.errors import InputError
+from polydom.errors import InputError, PolydomError
 from polydom.featurizers.sources import as_array, decode_image, header_shape, is_encoded
 
 __all__ = ["Triage", "triage", "ladder", "FIRST_PASS_SHARE", "SETTLED", "SPREAD_AFTER"]
@@ -171,8 +171,8 @@ class _Budget:
             self.longest = max(self.longest, took)
 
 
-class _Exhausted(Exception):
-    """The budget does not afford the next step."""
+class _Exhausted(PolydomError):
+    """The budget does not afford the next step (caught inside triage; never reaches a caller)."""
 
 
 class _Run:
