@@ -16,7 +16,6 @@ import argparse
 import pathlib
 import shlex
 import sys
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -29,19 +28,15 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke test: a few small images")
     parser.add_argument("--out", default=str(HERE / "results" / "backlog.md"))
     args = parser.parse_args(argv)
-    started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
-
     from polydom.demo.backlog import BacklogSettings, backlog_settings, run_backlog
+    from polydom.demo.job import stamped_log
 
     settings = backlog_settings(True) if args.quick else BacklogSettings(n_backlog=args.n, k=max(1, args.n // 20))
     shown = ["DIR" if i and sys.argv[i] == args.backlog and sys.argv[i - 1] == "--backlog" else a
              for i, a in enumerate(sys.argv)][1:]  # where the files are kept is this machine's business
     command = "python -P benchmarks/backlog.py" + ("" if not shown else " " + shlex.join(shown))
     ctx = run_backlog(args.out, settings=settings, random_state=args.seed, backlog_dir=args.backlog,
-                      command=command, log=log)
+                      command=command, log=stamped_log(""))
     v = ctx["verdict"]
     print(f"best triage recall within 20% of the all-features time: {v['best_recall']:.3f} "
           f"(all features {ctx['fixed']['all features']['recall']:.3f}); overruns beyond one step: {v['overruns']}; "

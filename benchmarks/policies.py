@@ -16,7 +16,6 @@ import argparse
 import pathlib
 import shlex
 import sys
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -29,16 +28,12 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke test: few small images")
     parser.add_argument("--out", default=str(HERE / "results" / "policies.md"))
     args = parser.parse_args(argv)
-    started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
-
     from polydom.demo.policies import PolicySettings, policy_settings, run_policies
+    from polydom.demo.job import stamped_log
 
     settings = policy_settings(True) if args.quick else PolicySettings(n_train=args.train, n_held=args.held_out)
     command = "python -P benchmarks/policies.py" + ("" if not sys.argv[1:] else " " + shlex.join(sys.argv[1:]))
-    ctx = run_policies(args.out, settings=settings, random_state=args.seed, command=command, log=log)
+    ctx = run_policies(args.out, settings=settings, random_state=args.seed, command=command, log=stamped_log(""))
     v = ctx["verdict"]
     print(f"behind by > 1 SE: {v['behind']}; binding budgets {v['binding']}, ahead by > 2 SE in {v['ahead']}; "
           f"bar {'met' if v['met'] else 'not met'}. Report: {args.out}")

@@ -309,14 +309,12 @@ def _timed_sides(fits: dict) -> tuple[int, ...]:
 def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: np.ndarray | None = None) -> FitResult:
     """Run extract -> time -> learn -> build on validated images and labels.
 
-    ``y`` is one label per image, or with ``labels`` (the label names) an ``(n, n_labels)``
-    indicator matrix: each set's model then answers every label and sets are ranked by the
-    label-weighted accuracy (:mod:`polydom.classifier.multilabel`).
+    ``labels``: the label names, where ``y`` is an indicator matrix (several labels per image,
+    :mod:`polydom.classifier.multilabel`).
 
     With a cache directory, the feature matrix, the cost fits and the trained sets are read from
     it when their inputs are unchanged (a refit with another ``alpha`` or backend only builds).
     """
-    from .blackbox import FeatureSetLearner
     from .extraction import extract_features, feature_fingerprint, images_fingerprint
 
     s = settings
@@ -344,16 +342,9 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: 
     t1 = time.perf_counter()
     fits = _cost_fits(images, sizes, matrix, items, s, say, data_key, log.counter if plain else None)
     t2 = time.perf_counter()
-    if labels is not None:
-        s, strata, empty = _multilabel_settings(s, y, labels)
-    else:
-        strata, empty = y, None
-    splits, rescore_splits = _folds(s, strata, groups)
-    learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring,
-                                rescore_splits=rescore_splits, screen_splits=_screen_folds(s, strata, groups),
-                                finish_jobs=s.n_jobs, empty_model=empty)
+    s, learner = _learner(s, matrix, y, groups, labels)
     n0 = float(np.median(sizes))
-    index, bar = _build_index(s, items, fits, learner, matrix, y, splits, requires, n0, log)
+    index, bar = _build_index(s, items, fits, learner, matrix, y, learner.splits, requires, n0, log)
     lattice = 2 ** len(items)
     fully, partly = index.stats.get("fully_trained", len(index.trained)), index.stats.get("partly_trained", 0)
     if partly:
@@ -394,10 +385,26 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: 
     )
 
 
-def _multilabel_settings(s: FitSettings, Y: np.ndarray, labels: np.ndarray):
-    """``(settings, strata, empty-set model)`` of a multilabel fit: each learner as one binary
-    model per label, the default score the label-weighted accuracy, folds stratified by label
-    combination (:mod:`polydom.classifier.multilabel`)."""
+def _learner(s: FitSettings, matrix, y, groups, labels):
+    """``(settings, black box)``: the learners, scoring and folds of this fit (per label where
+    ``labels`` is given) over the feature matrix."""
+    from .blackbox import FeatureSetLearner
+
+    s, strata, empty = _multilabel_settings(s, y, labels)
+    splits, rescore_splits = _folds(s, strata, groups)
+    learner = FeatureSetLearner(matrix.X, y, matrix.columns, s.estimator, splits, scoring=s.scoring,
+                                rescore_splits=rescore_splits, screen_splits=_screen_folds(s, strata, groups),
+                                finish_jobs=s.n_jobs, empty_model=empty)
+    return s, learner
+
+
+def _multilabel_settings(s: FitSettings, Y: np.ndarray, labels: np.ndarray | None):
+    """``(settings, strata, empty-set model)``: as they are for one label per image (``labels``
+    None); for several, each learner as one binary model per label, the default score the
+    label-weighted accuracy, folds stratified by label combination and an empty-set model that
+    answers each label by its prior (:mod:`polydom.classifier.multilabel`)."""
+    if labels is None:
+        return s, Y, None
     from .multilabel import LabelWeightedAccuracy, empty_set_model, fold_strata, label_weight_vector, per_label_learners
 
     weights = label_weight_vector(s.label_weights, np.asarray(labels))

@@ -124,8 +124,8 @@ class Selection(Policy):
         "finalist_repeats": [Integer(low=0)],
         "scoring": [NoneValue(), Satisfies(lambda v: isinstance(v, str) or callable(v), "a scorer name or callable")],
         "lambdas": [NoneValue(), SequenceOf("numbers")],
-        "label_weights": [NoneValue(), Satisfies(lambda v: isinstance(v, dict) or _numbers(v),
-                                                 "a sequence of weights or a dict of label to weight")],
+        "label_weights": [NoneValue(), SequenceOf("numbers", Real()),
+                          Satisfies(lambda v: isinstance(v, dict), "a dict of label to weight")],
     }
 
     def __init__(self, backend="polydom", alpha=1.0, e="auto", tolerance=0.0, scores="bounded", cv_repeats=1,
@@ -294,17 +294,3 @@ class Serving(Policy):
         self.speculate = speculate
         self.extrapolate = extrapolate
 
-
-def _numbers(value) -> bool:
-    """Whether ``value`` is a sequence (list, tuple or 1-D array) of real numbers."""
-    import numbers
-
-    import numpy as np
-
-    if isinstance(value, (str, bytes, dict)):
-        return False
-    try:
-        items = list(value)
-    except TypeError:
-        return False
-    return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in items) and np.ndim(value) == 1

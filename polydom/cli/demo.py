@@ -39,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from polydom.demo import run_demo
+    import time
 
     from .interrupts import interrupted
 
@@ -48,39 +48,31 @@ def run(args: argparse.Namespace) -> int:
     from polydom.memory import keep_freed_memory
 
     keep_freed_memory()  # this process serves as a tuned service would (docs/decisions/serving-memory.md)
-    if args.dataset in OTHER_JOBS:
-        return _other_job(args)
-    with tempfile.TemporaryDirectory(prefix="polydom-demo-") as scratch:
-        cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
-        try:
-            result = run_demo(args.out, dataset=args.dataset, quick=args.quick, n_jobs=args.n_jobs,
-                              cache_dir=cache, random_state=args.seed)
-        except KeyboardInterrupt:
-            raise interrupted(os.path.join(cache, "expansions"), kept=not args.no_cache) from None
-    print(f"polydom demo: report written to {result.report} ({result.wall_seconds:.0f} s)", file=sys.stderr)
-    return 0
-
-
-def _other_job(args: argparse.Namespace) -> int:
-    """``--dataset policies`` or ``--dataset backlog``: a job of its own, its report at ``OUT/report.md``."""
-    import time
-
-    from .interrupts import interrupted
-
     started = time.perf_counter()
-    report = os.path.join(args.out, "report.md")
     with tempfile.TemporaryDirectory(prefix="polydom-demo-") as scratch:
         cache = scratch if args.no_cache else (args.cache or os.path.join(args.out, "cache"))
         try:
-            if args.dataset == "policies":
-                from polydom.demo.policies import run_policies
-
-                run_policies(report, quick=args.quick, random_state=args.seed, cache_dir=cache)
-            else:
-                from polydom.demo.backlog import run_backlog
-
-                run_backlog(report, quick=args.quick, random_state=args.seed, cache_dir=cache)
+            report = _job(args, cache)
         except KeyboardInterrupt:
             raise interrupted(os.path.join(cache, "expansions"), kept=not args.no_cache) from None
     print(f"polydom demo: report written to {report} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return 0
+
+
+def _job(args: argparse.Namespace, cache: str) -> str:
+    """Run the job ``--dataset`` names with ``cache``; the report's path (``OUT/report.md``)."""
+    report = os.path.join(args.out, "report.md")
+    if args.dataset == "policies":
+        from polydom.demo.policies import run_policies
+
+        run_policies(report, quick=args.quick, random_state=args.seed, cache_dir=cache)
+        return report
+    if args.dataset == "backlog":
+        from polydom.demo.backlog import run_backlog
+
+        run_backlog(report, quick=args.quick, random_state=args.seed, cache_dir=cache)
+        return report
+    from polydom.demo import run_demo
+
+    return run_demo(args.out, dataset=args.dataset, quick=args.quick, n_jobs=args.n_jobs, cache_dir=cache,
+                    random_state=args.seed).report

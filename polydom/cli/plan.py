@@ -16,12 +16,12 @@ import argparse
 import csv
 import math
 import os
-import stat
 import sys
 
 import numpy as np
 
 from .errors import SizesError  # noqa: F401 - defined with the package's errors
+from .files import bounded_lines, open_regular
 from .text import dumps, jsonable_float, number
 
 __all__ = ["configure", "run", "read_sizes", "plan_rows", "summarize", "seconds", "table_file", "FIELDS"]
@@ -69,21 +69,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 MAX_LINE = 256
 
 
-def _open_regular(path):
-    """``path`` opened for binary reading when it is a regular file (a FIFO or device is refused
-    without blocking on it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise SizesError(f"--sizes {path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise SizesError(f"--sizes {path}: not a regular file (a FIFO, device or folder); give a file of sizes")
-    return os.fdopen(fd, "rb")
+def _file(path) -> tuple:
+    """What :mod:`polydom.cli.files` needs to read ``--sizes``: the error, where, and the refusal
+    of a file that is not regular (a FIFO or device is refused without blocking on it)."""
+    return SizesError, f"--sizes {path}", f"--sizes {path}: not a regular file (a FIFO, device or folder); give a file of sizes"
 
 
 def _npy_sizes(path) -> list[float]:
-    with _open_regular(path) as file:
+    with open_regular(path, *_file(path)) as file:
         if file.read(6) != b"\x93NUMPY":
             raise SizesError(f"--sizes {path}: not a .npy array file (no NumPy header)")
         file.seek(0)
@@ -110,21 +103,15 @@ def read_sizes(path) -> list[float]:
         sizes = _npy_sizes(path)
     else:
         sizes = []
-        with _open_regular(path) as lines:
-            for line_number, raw in enumerate(iter(lambda: lines.readline(MAX_LINE + 1), b""), 1):
-                if len(raw) > MAX_LINE:
-                    raise SizesError(f"--sizes {path}, line {line_number}: longer than {MAX_LINE} bytes; "
-                                     "expected one number per line")
-                try:
-                    text = raw.decode("utf-8").split("#", 1)[0].strip()
-                except UnicodeDecodeError:
-                    raise SizesError(f"--sizes {path}, line {line_number}: not UTF-8 text") from None
-                if not text:
-                    continue
-                try:
-                    sizes.append(float(text))
-                except ValueError:
-                    raise SizesError(f"--sizes {path}, line {line_number}: {text!r} is not a number") from None
+        lines = bounded_lines(path, *_file(path), max_line=MAX_LINE, one_per_line="expected one number per line")
+        for line_number, line in lines:
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            try:
+                sizes.append(float(text))
+            except ValueError:
+                raise SizesError(f"--sizes {path}, line {line_number}: {text!r} is not a number") from None
     if not sizes:
         raise SizesError(f"--sizes {path} holds no sizes")
     return sizes

@@ -11,12 +11,13 @@ writes the best ranking found so far, then exits with status 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
-import stat
 import sys
 
 from . import Interrupted, UsageError
+from .files import bounded_lines
 from .plan import seconds
 
 __all__ = ["configure", "run", "read_sources"]
@@ -42,32 +43,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def read_sources(source: str) -> list[str]:
     """The image paths ``source`` names: a folder's image files, or a list file's lines.
 
-    A list file is opened only if it is a regular file (a FIFO or a device is refused without
-    blocking on it).
+    A list file is read only if it is a regular file (a FIFO or a device is refused without
+    blocking on it), :data:`MAX_LINE` bytes of a line at a time.
     """
     from polydom.featurizers.sources import image_files
 
     if os.path.isdir(source):
         return image_files(source)
-    try:
-        fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise UsageError(f"{source}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UsageError(f"{source} is neither a folder nor a regular file listing image paths")
     base = os.path.dirname(os.path.abspath(source))
+    lines = bounded_lines(source, UsageError, source,
+                          f"{source} is neither a folder nor a regular file listing image paths",
+                          max_line=MAX_LINE, one_per_line="one path per line")
     paths = []
-    with os.fdopen(fd, "rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            if len(raw) > MAX_LINE:
-                raise UsageError(f"{source}, line {number}: longer than {MAX_LINE} bytes; one path per line")
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                raise UsageError(f"{source}, line {number}: not UTF-8 text") from None
-            if line and not line.startswith("#"):
-                paths.append(line if os.path.isabs(line) else os.path.join(base, line))
+    for _, line in lines:
+        line = line.strip()
+        if line and not line.startswith("#"):
+            paths.append(line if os.path.isabs(line) else os.path.join(base, line))
     if not paths:
         raise UsageError(f"{source} lists no image paths")
     return paths
@@ -94,15 +85,10 @@ def run(args: argparse.Namespace) -> int:
     result = clf.triage(paths, min(args.k, len(paths)), total_budget=args.total_budget,
                         label=_label(args.label, clf.classes_), progress=not args.quiet)
     rows = [(rank, paths[i], f"{score:.6g}") for rank, (i, score) in enumerate(zip(result.items, result.scores), 1)]
-    if args.out is None:
-        writer = csv.writer(sys.stdout)
+    with open(args.out, "w", newline="") if args.out else contextlib.nullcontext(sys.stdout) as handle:
+        writer = csv.writer(handle)
         writer.writerow(("rank", "path", "score"))
         writer.writerows(rows)
-    else:
-        with open(args.out, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(("rank", "path", "score"))
-            writer.writerows(rows)
     print(f"polydom triage: top {len(rows)} of {len(paths)} images by {result.label!r}; {result.spent:.1f} of "
           f"{args.total_budget:g} s spent ({result.stopped})", file=sys.stderr)
     if result.interrupted:

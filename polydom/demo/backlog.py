@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import os
 import pathlib
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .job import PHOTO_FEATURES
+from .job import PHOTO_FEATURES, stamped_log
 
 __all__ = ["BacklogSettings", "backlog_settings", "run_backlog"]
 
@@ -165,6 +164,49 @@ def write_report(out: pathlib.Path, ctx) -> None:
     out.write_text("\n".join(L) + "\n")
 
 
+def _kept_extraction(folder, paths, names, features, log):
+    """:func:`_extract`'s result, read from ``folder`` where an earlier run on these very files
+    measured it, else measured now and kept there."""
+    kept = folder / f"extraction-{'-'.join(names)}.npz"
+    if kept.is_file():
+        with np.load(kept) as saved:
+            log(f"the all-features extraction measured earlier is read from {kept}")
+            return {n: saved[f"x_{n}"] for n in names}, saved["decode"], saved["seconds"]
+    vectors, decode, seconds = _extract(paths, names, features, log)
+    np.savez(kept, decode=decode, seconds=seconds, **{f"x_{n}": v for n, v in vectors.items()})
+    return vectors, decode, seconds
+
+
+def _triage_runs(clf, paths, y, settings: BacklogSettings, all_seconds: float, log) -> list[dict]:
+    """Triage of the files at each of ``settings.fractions`` of the all-features time, for real."""
+    runs = []
+    for fraction in settings.fractions:
+        budget = fraction * all_seconds
+        t0 = time.perf_counter()
+        result = clf.triage([os.fspath(p) for p in paths], settings.k, total_budget=budget, progress=True)
+        wall = time.perf_counter() - t0
+        runs.append(dict(budget=budget, spent=result.spent, wall=wall, longest=result.longest_step,
+                         recall=float(y[result.items].sum() / max(1, y.sum())), stopped=result.stopped,
+                         refined=result.refined))
+        log(f"triage at {budget:.1f} s: recall {runs[-1]['recall']:.3f}, spent {result.spent:.1f} s, "
+            f"{result.refined} rungs climbed ({result.stopped})")
+    return runs
+
+
+def _verdict(runs: list[dict], everything: dict) -> dict:
+    """The bar: triage's best recall within 20% of the all-features time against the all-features
+    recall, and the runs that went past their budget by more than their longest step."""
+    within = [r for r in runs if r["budget"] <= 0.2 * everything["seconds"] + 1e-9]
+    best = max((r["recall"] for r in within), default=0.0)
+    overruns = [r["spent"] - r["budget"] for r in runs]
+    verdict = dict(best_recall=best, best_ratio=best / max(everything["recall"], 1e-9),
+                   overruns=sum(1 for r, o in zip(runs, overruns) if o > r["longest"]),
+                   largest_overrun=max(0.0, max(overruns, default=0.0)),
+                   longest_step=max((r["longest"] for r in runs), default=0.0))
+    verdict["met"] = verdict["best_ratio"] >= 0.95 and verdict["overruns"] == 0
+    return verdict
+
+
 def run_backlog(out, *, settings: BacklogSettings | None = None, quick: bool = False, random_state: int = 0,
                 cache_dir=None, backlog_dir=None, command: str = "polydom demo --dataset backlog", log=None) -> dict:
     """Run the comparison and write ``out`` (a Markdown report, its figure beside it).
@@ -180,10 +222,7 @@ def run_backlog(out, *, settings: BacklogSettings | None = None, quick: bool = F
     from polydom.featurizers.sources import header_shape
 
     settings = settings or backlog_settings(quick)
-    started = time.perf_counter()
-    if log is None:
-        def log(message: str) -> None:
-            print(f"polydom demo: [{time.perf_counter() - started:5.0f} s] {message}", file=sys.stderr, flush=True)
+    log = log or stamped_log()
 
     shape = dict(zip(("min_shape", "max_shape"), settings.shape))
     with tempfile.TemporaryDirectory(prefix="polydom-backlog-") as scratch:
@@ -206,15 +245,7 @@ def run_backlog(out, *, settings: BacklogSettings | None = None, quick: bool = F
         median = float(np.median(sizes))
         names = sorted(settings.features, key=lambda n: clf.index_.cost_of([n], median))
         features = clf.planner_.features
-        kept = folder / f"extraction-{'-'.join(names)}.npz"
-        if kept.is_file():  # measured by an earlier run on these very files
-            with np.load(kept) as saved:
-                vectors = {n: saved[f"x_{n}"] for n in names}
-                decode, seconds = saved["decode"], saved["seconds"]
-            log(f"the all-features extraction measured earlier is read from {kept}")
-        else:
-            vectors, decode, seconds = _extract(paths, names, features, log)
-            np.savez(kept, decode=decode, seconds=seconds, **{f"x_{n}": v for n, v in vectors.items()})
+        vectors, decode, seconds = _kept_extraction(folder, paths, names, features, log)
         # The fit's own items in its order: the training matrix comes from the fit's feature cache.
         matrix = extract_features(images, with_steps([features[n] for n in settings.features], images), steps=False,
                                   cache_dir=os.path.join(cache, "features"))
@@ -224,25 +255,8 @@ def run_backlog(out, *, settings: BacklogSettings | None = None, quick: bool = F
             spent = float(decode.sum() + seconds[:, :len(chosen)].sum())
             fixed[name] = dict(seconds=spent, recall=_recall(_scores(model, vectors, chosen), y, settings.k))
             log(f"{name}: recall {fixed[name]['recall']:.3f}, {spent:.1f} s")
-        runs = []
-        for fraction in settings.fractions:
-            budget = fraction * fixed["all features"]["seconds"]
-            t0 = time.perf_counter()
-            result = clf.triage([os.fspath(p) for p in paths], settings.k, total_budget=budget, progress=True)
-            wall = time.perf_counter() - t0
-            runs.append(dict(budget=budget, spent=result.spent, wall=wall, longest=result.longest_step,
-                             recall=float(y[result.items].sum() / max(1, y.sum())), stopped=result.stopped,
-                             refined=result.refined))
-            log(f"triage at {budget:.1f} s: recall {runs[-1]['recall']:.3f}, spent {result.spent:.1f} s, "
-                f"{result.refined} rungs climbed ({result.stopped})")
-    within = [r for r in runs if r["budget"] <= 0.2 * fixed["all features"]["seconds"] + 1e-9]
-    best = max((r["recall"] for r in within), default=0.0)
-    overruns = [r["spent"] - r["budget"] for r in runs]
-    verdict = dict(best_recall=best, best_ratio=best / max(fixed["all features"]["recall"], 1e-9),
-                   overruns=sum(1 for r, o in zip(runs, overruns) if o > r["longest"]),
-                   largest_overrun=max(0.0, max(overruns, default=0.0)),
-                   longest_step=max((r["longest"] for r in runs), default=0.0))
-    verdict["met"] = verdict["best_ratio"] >= 0.95 and verdict["overruns"] == 0
+        runs = _triage_runs(clf, paths, y, settings, fixed["all features"]["seconds"], log)
+    verdict = _verdict(runs, fixed["all features"])
     ctx = dict(features=settings.features, n=len(paths), positives=int(y.sum()), positive=POSITIVE, k=settings.k, n_train=settings.n_train,
                train_share=settings.train_share, fit_seconds=fit_seconds,
                mp=(float(sizes.min() / 1e6), float(sizes.max() / 1e6)), fixed=fixed, triage=runs, verdict=verdict,

@@ -113,6 +113,16 @@ def _log(message: str) -> None:
     print(f"polydom demo: {message}", file=sys.stderr, flush=True)
 
 
+def stamped_log(prefix: str = "polydom demo: "):
+    """``log(message)``: a line on stderr with ``prefix`` and the seconds since this call."""
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"{prefix}[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
 def run_demo(out, *, dataset: str = "digits", quick: bool = False, n_jobs: int | None = -1, cache_dir=None,
              random_state: int = 0, progress: bool | None = True, settings: DemoSettings | None = None) -> DemoResult:
     """Run the demo and write ``out/report.md``.

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import os
 import pathlib
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .job import PHOTO_FEATURES
+from .job import PHOTO_FEATURES, stamped_log
 
 __all__ = ["PolicySettings", "policy_settings", "run_policies", "FEATURES", "BUDGETS", "BINDS"]
 
@@ -182,10 +181,7 @@ def run_policies(out, *, settings: PolicySettings | None = None, quick: bool = F
     from polydom.featurizers.moderation import load_moderation_images
 
     settings = settings or policy_settings(quick)
-    started = time.perf_counter()
-    if log is None:
-        def log(message: str) -> None:
-            print(f"polydom demo: [{time.perf_counter() - started:5.0f} s] {message}", file=sys.stderr, flush=True)
+    log = log or stamped_log()
 
     shape = dict(zip(("min_shape", "max_shape"), settings.shape))
     train, Y_train, labels = load_moderation_images(settings.n_train, random_state=random_state, **shape)

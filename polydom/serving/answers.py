@@ -37,17 +37,22 @@ class Answers:
         return np.empty(n, dtype=self.classes.dtype)
 
     def proba(self, model, x: np.ndarray) -> np.ndarray:
-        """``model``'s probabilities for one feature row ``x``, one per column of :attr:`classes`.
+        """``model``'s probabilities for one feature row ``x``, one per column of :attr:`classes`
+        (:meth:`probas` of that row)."""
+        return self.probas(model, x.reshape(1, -1))[0]
+
+    def probas(self, model, X: np.ndarray) -> np.ndarray:
+        """``model``'s probabilities for the rows of ``X``: ``(n_rows, len(classes))``.
 
         Single-label: a set's model may have seen fewer classes than the whole training set;
         its columns are placed by label (the others are 0). Multilabel: each label's
         probability of being present.
         """
+        proba = model.predict_proba(X)
         if self.multilabel:
-            proba = model.predict_proba(x.reshape(1, -1))
-            if isinstance(proba, list):  # a natively multi-output model: one (1, 2) array per label
-                return np.array([float(p[0, -1]) for p in proba])
-            return np.asarray(proba, dtype=float)[0]
-        row = np.zeros(len(self.classes))
-        row[np.searchsorted(self.classes, model.classes_)] = model.predict_proba(x.reshape(1, -1))[0]
-        return row
+            if isinstance(proba, list):  # a natively multi-output model: one (n, 2) array per label
+                return np.stack([p[:, -1] for p in proba], axis=1).astype(float)
+            return np.asarray(proba, dtype=float)
+        out = np.zeros((len(X), len(self.classes)))
+        out[:, np.searchsorted(self.classes, model.classes_)] = proba
+        return out

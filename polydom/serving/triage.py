@@ -143,9 +143,9 @@ def ladder(index, size: float, first_budget: float = 0.0, max_rungs: int = MAX_R
 @dataclass
 class _Image:
     position: int
-    source: Any
+    source: Any  # a path or bytes, or the validated array
     size: int
-    rungs: list
+    rungs: list = field(default_factory=list)
     rung: int = -1
     vectors: dict = field(default_factory=dict)
     score: float = math.nan
@@ -183,7 +183,6 @@ class _Run:
         self.images = images
         self.progress = progress
         self.last_line = clock()
-        self.started = clock()
         self.moves: dict[int, list] = {}
         self.ladders: dict[int, list] = {}
         self.first_share = 0.0
@@ -202,35 +201,34 @@ class _Run:
                 raise _Exhausted
             height, width = self.budget.run(lambda: header_shape(source, index=position))
         else:
-            array = as_array(source, index=position)
-            height, width = array.shape[:2]
-        return _Image(position, source, int(height) * int(width), [])
+            source = as_array(source, index=position)  # validated once, kept for the climbs
+            height, width = source.shape[:2]
+        return _Image(position, source, int(height) * int(width))
 
     def climb_ladders(self, images: list[_Image]) -> None:
         """Each image's ladder, its first rung the same share of its full cost for every image:
         the first pass plans :data:`FIRST_PASS_SHARE` of the budget, decodes included, so that
         every image is scored by a set of the same relative cost (and scores compare)."""
+        # One ladder per 2% band of sizes: the sets an index serves change slowly with size, and
+        # a backlog rarely repeats a size exactly.
+        bands = [round(math.log(max(image.size, 1)) / math.log(1.02)) for image in images]
         full = {}
-        for image in images:
-            band = round(math.log(max(image.size, 1)) / math.log(1.02))
+        for band, image in zip(bands, images):
             if band not in full:
                 top = self.index.lookup(image.size, math.inf)
                 full[band] = self.index.cost_of(top.features, image.size) if top.features else 0.0
         decoding = sum(guarded_decode(self.state.decode_fit, im.size) for im in images if is_encoded(im.source))
-        total = sum(full[round(math.log(max(im.size, 1)) / math.log(1.02))] for im in images)
+        total = sum(full[band] for band in bands)
         share = max(0.0, FIRST_PASS_SHARE * self.budget.total - decoding) / total if total > 0 else 0.0
         self.first_share = min(1.0, share)
-        for image in images:
-            # One ladder per 2% band of sizes: the sets an index serves change slowly with size,
-            # and a backlog rarely repeats a size exactly.
-            band = round(math.log(max(image.size, 1)) / math.log(1.02))
+        for band, image in zip(bands, images):
             if band not in self.ladders:
                 self.ladders[band] = ladder(self.index, image.size, self.first_share * full[band])
             image.rungs = self.ladders[band]
 
     def pixels(self, image: _Image) -> np.ndarray:
         if not is_encoded(image.source):
-            return as_array(image.source, index=image.position)
+            return image.source
         if not self.budget.affords(guarded_decode(self.state.decode_fit, image.size)):
             raise _Exhausted
         return self.budget.run(lambda: decode_image(image.source, index=image.position))
@@ -247,9 +245,9 @@ class _Run:
             cost += guarded_decode(self.state.decode_fit, image.size)
         return max(cost, 0.0)
 
-    def climb(self, image: _Image, rung: int) -> bool:
-        """Compute what ``rung``'s set lacks; False (nothing scored anew) if the budget ran out
-        before every feature was computed."""
+    def climb(self, image: _Image, rung: int) -> None:
+        """Compute what ``rung``'s set lacks and move ``image`` to it; ``_Exhausted`` (the image
+        keeps its rung, and the features computed so far) when the budget runs out first."""
         plan = self.planner.plan(image.rungs[rung], self.index)
         missing = [f for f in plan.features if f.name not in image.vectors]
         if missing:
@@ -262,7 +260,6 @@ class _Run:
                     lambda f=feature: f.evaluate(array, index=image.position, prepared=prepared))
         image.rung = rung
         image.features = plan.names
-        return True
 
     def scores_of(self, images: list[_Image]) -> None:
         """Score ``images`` at their rungs, one model call per set."""
@@ -379,21 +376,8 @@ def positive_column(state, label):
     matches = np.flatnonzero(classes == label)
     if not len(matches):
         raise InputError(f"label {label!r:.60} is not one of classes_ ({classes.tolist()!r:.80})")
-    position = int(matches[0])
-
-    if state.multilabel:
-        answers = state.answers
-
-        def column(model, X):
-            return np.array([answers.proba(model, x)[position] for x in X])
-    else:
-        def column(model, X):
-            seen = np.flatnonzero(np.asarray(model.classes_) == label)
-            if not len(seen):
-                return np.zeros(len(X))
-            return model.predict_proba(X)[:, int(seen[0])]
-
-    return classes[position], column
+    position, answers = int(matches[0]), state.answers
+    return classes[position], lambda model, X: answers.probas(model, X)[:, position]
 
 
 def triage(state, images, k: int, total_budget: float, *, label=None, progress: bool = False,
