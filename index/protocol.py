@@ -19,7 +19,6 @@ import math
 import operator
 import time
 from abc import ABC, abstractmethod
-from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -28,6 +27,7 @@ from polydom.index.costs.curve import CostCurve, format_curve, set_cost_matrix
 from polydom.index.costs.poly import horner_scalar
 
 from .base import StoredIndex
+from .serving.params import SERVING_KEYS, ServingParams
 from .errors import (
     BackendError,
     ExtrapolationWarning,  # noqa: F401 - defined with the package's errors
@@ -151,10 +151,31 @@ class CostSensitiveIndex(StoredIndex, ABC):
         choice = self.select(size, budget, recording, clock, **options)
         return choice, [("compute", name) for name in computed]
 
+    @property
+    def serving_params(self) -> ServingParams:
+        """What an anytime walk reads about feature costs, as one typed record
+        (:class:`~polydom.index.serving.params.ServingParams`): guard ratios and the quantile they
+        were taken at, per size; cost laws; whether starts are capped. Read from :attr:`params`
+        once, and again whenever one of its serving entries is set anew (as a fit and a refresh
+        do); an index without them has guard ratios of 1.
+
+        Raises
+        ------
+        ValueError
+            A stored entry is malformed (naming it).
+        """
+        params = self.params
+        key = tuple(map(params.get, SERVING_KEYS))
+        cached = self.__dict__.get("_serving_params")
+        if cached is None or not all(map(operator.is_, cached[0], key)):
+            cached = self.__dict__["_serving_params"] = (key, ServingParams.from_params(params, len(self.space)))
+        return cached[1]
+
     def cost_guards(self, size: float | None = None) -> tuple[float, ...]:
         """Per feature, in index order, the factor an anytime walk applies to the feature's
-        predicted cost before starting it: ``params["cost_guard"]`` (set by the classifier from
-        measured / predicted times, see :mod:`polydom.costs.calibration`), 1 for each without.
+        predicted cost before starting it (the guard ratios of :attr:`serving_params`, set by the
+        classifier from measured / predicted times, see :mod:`polydom.costs.calibration`), 1 for
+        each without.
 
         A walk starts a feature only if the time used plus ``guard * predicted cost`` fits the
         budget, so it overruns only when the feature is slower than nearly all its measured
@@ -163,49 +184,11 @@ class CostSensitiveIndex(StoredIndex, ABC):
         Parameters
         ----------
         size : float, optional
-            The item's size. With per-size guards in the params (``cost_guard_sizes`` and
-            ``cost_guard_by_size``), the guards at the nearest calibrated size, or between two
-            the larger of their guards; without ``size`` (or without them), the guards over all
-            sizes.
-
-        Notes
-        -----
-        The answer is kept per size while ``params`` holds the same guard lists: to change the
-        guards, assign new lists (as a fit and a refresh do), not edit them in place.
+            The item's size. With per-size guards, the guards at the nearest calibrated size, or
+            between two the larger of their guards; without ``size`` (or without them), the
+            guards over all sizes.
         """
-        params = self.params
-        guards = params.get("cost_guard")
-        # Read on every walk: kept per size while the params hold the same guard objects.
-        key = (guards, params.get("cost_guard_sizes"), params.get("cost_guard_by_size"))
-        cache = self.__dict__.get("_guards_at")
-        if cache is None or not all(map(operator.is_, cache[0], key)):
-            cache = self.__dict__["_guards_at"] = (key, {})
-        found = cache[1].get(size)
-        if found is None:
-            if len(cache[1]) >= 1024:
-                cache[1].clear()
-            found = cache[1][size] = self._cost_guards(params, guards, size)
-        return found
-
-    def _cost_guards(self, params, guards, size):
-        if not guards:
-            return (1.0,) * len(self.space)
-        _check_guards(guards, len(self.space), "params['cost_guard']")
-        sizes, rows = params.get("cost_guard_sizes"), params.get("cost_guard_by_size")
-        if size is None or not sizes:
-            return tuple(float(g) for g in guards)
-        if not rows or len(rows) != len(sizes) or list(sizes) != sorted(sizes):
-            raise ValueError("params['cost_guard_by_size'] must hold one row per size of params['cost_guard_sizes'] "
-                             f"(ascending), got {sizes!r} and {rows!r}")
-        at = bisect_left(sizes, size)
-        if at < len(sizes) and sizes[at] == size or at == 0:
-            row = rows[at]
-        elif at == len(sizes):
-            row = rows[-1]
-        else:  # between two calibrated sizes: the larger guard of each feature
-            row = [max(a, b) for a, b in zip(rows[at - 1], rows[at])]
-        _check_guards(row, len(self.space), "params['cost_guard_by_size']")
-        return tuple(float(g) for g in row)
+        return self.serving_params.guards_at(size)
 
     def walk_guards(self, size: float, guarded: bool = True, serving_guards=None) -> tuple[float, ...]:
         """The guards an anytime walk at ``size`` applies: those ``serving_guards`` learned (a
@@ -222,30 +205,18 @@ class CostSensitiveIndex(StoredIndex, ABC):
 
     @property
     def start_cap(self) -> bool:
-        """Whether an anytime walk caps each start by the cost guards (``params["start_cap"]``,
-        set by the classifier from ``Serving(guard=...)``); True where the params do not say,
-        as indexes saved before the flag existed were served."""
-        params = self.params
-        return bool(params.get("start_cap", True))
+        """Whether an anytime walk caps each start by the cost guards (set by the classifier from
+        ``Serving(guard=...)``); True where the index does not say, as indexes saved before the
+        flag existed were served."""
+        return self.serving_params.start_cap
 
     def cost_laws(self, size: float | None = None) -> tuple | None:
         """Per feature, in index order, the measured law of a serving call's time over its
         predicted cost: a tuple of ascending quantiles at evenly spaced levels from 0 to 1, or
-        None for a feature without one (``params["cost_law"]``, set by the classifier from its
-        serving-like calls, :func:`polydom.costs.calibration.cost_laws`). None when the
-        index has none. With ``size``, the laws at the nearest calibrated size
-        (``params["cost_law_sizes"]``), that of the next larger one between two."""
-        params = self.params
-        laws = params.get("cost_law")
-        if not laws:
-            return None
-        sizes, rows = params.get("cost_law_sizes"), params.get("cost_law_by_size")
-        if size is not None and sizes:
-            if not rows or len(rows) != len(sizes) or list(sizes) != sorted(sizes):
-                raise ValueError("params['cost_law_by_size'] must hold one row per size of params['cost_law_sizes']")
-            laws = law_row(sizes, rows, size)
-        _check_laws(laws, len(self.space))
-        return tuple(None if law is None else tuple(law) for law in laws)
+        None for a feature without one (set by the classifier from its serving-like calls,
+        :func:`polydom.costs.calibration.cost_laws`). None when the index has none. With
+        ``size``, the laws at the nearest calibrated size, that of the next larger one between two."""
+        return self.serving_params.laws_at(size)
 
     @abstractmethod
     def options_at(self, size: float) -> tuple[list[int], list[float], list[float]]:
@@ -350,7 +321,6 @@ class CostSensitiveIndex(StoredIndex, ABC):
 
     def state_header(self) -> dict:
         """The metadata every backend stores first: tag, features, cost curves, domain, params, stats."""
-        import math
 
         from .base import jsonable
 
@@ -396,30 +366,6 @@ class CostSensitiveIndex(StoredIndex, ABC):
     def _summary_details(self) -> dict:
         """Backend-specific entries of :meth:`summary`."""
         return {}
-
-
-def _check_guards(guards, count: int, where: str) -> None:
-    """One finite number >= 1 per feature, or a clear error naming ``where``."""
-    if len(guards) != count or not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 1.0 for g in guards):
-        raise ValueError(f"{where} must hold one number >= 1 per feature, got {guards!r}")
-
-
-def law_row(sizes, rows, size: float):
-    """The row of ``rows`` (one per calibrated size, ``sizes`` ascending) that serves ``size``: that
-    of the size itself or of the next larger one, the last beyond the largest."""
-    return rows[min(bisect_left(sizes, size), len(rows) - 1)]
-
-
-def _check_laws(laws, count: int) -> None:
-    """One law per feature (None or ascending finite numbers >= 0, at least two), or a clear error."""
-    def fine(law):
-        return law is None or (isinstance(law, (list, tuple)) and len(law) >= 2 and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in law)
-            and all(a <= b for a, b in zip(law, law[1:])))
-
-    if not isinstance(laws, (list, tuple)) or len(laws) != count or not all(map(fine, laws)):
-        raise ValueError(f"params['cost_law'] must hold one law (ascending quantiles >= 0) or null per feature, "
-                         f"got {laws!r:.120}")
 
 
 def check_backend(index_class) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from polydom.index import CostCurve, as_cost_curve
 from polydom.index.protocol import EXTRAPOLATE_POLICIES, CostSensitiveIndex
+from polydom.index.serving.params import ServingParams
 from polydom.index.values import check_real
 from polydom.lattice import SANDWICH_MODES, Exploration, FeatureSpace
 from polydom.lattice import naive_expand_all as _naive_expand_all
@@ -87,6 +88,7 @@ def build(
     max_expansions: int | None = None,
     progress=None,
     requires: Mapping[str, Any] | None = None,
+    serving: ServingParams | None = None,
     **backend_options,
 ) -> CostSensitiveIndex:
     """Precompute the index that answers "best model within this budget for this size".
@@ -157,6 +159,10 @@ def build(
         features' steps, once; ``expand`` receives the features whose steps the set holds
         (never the steps), once per such set; ``lookup`` answers with the steps among the
         features to compute, and ``cost_of`` adds the steps a set needs.
+    serving : ServingParams, optional
+        What the index's anytime walks read about feature costs: guard ratios, their quantile,
+        cost laws, whether each start is capped (:class:`polydom.index.serving.params.ServingParams`,
+        which a classifier's fit measures). Default: guard ratios of 1, each start capped.
     **backend_options
         Options of one backend. PolyDom's: ``prefix_chains`` (bool, default True: train the
         prefixes anytime serving falls back to), ``reference_size`` (where chains compare feature
@@ -209,6 +215,9 @@ def build(
         measured_range=measured_range, extrapolate=extrapolate, **backend_options,
     )
     requires = check_requires(requires, space.names)
+    if serving is not None and (not isinstance(serving, ServingParams) or len(serving.guard_ratios) != len(space)):
+        raise ValueError(f"serving must be a ServingParams with one guard ratio per item ({len(space)}), "
+                         f"got {serving!r:.120}")
     if requires:
         expand = UsableSets(expand, requires)
         offered["requires"] = requires  # PolyDom orders its prefix chains steps first
@@ -223,6 +232,8 @@ def build(
                            **{k: v for k, v in offered.items() if k in spec.options})
         if requires:  # read by cost_of: a set's cost includes the steps its features need
             index.params["requires"] = {f: list(steps) for f, steps in requires.items()}
+        if serving is not None:  # saved with the index in the form ServingParams gives it
+            index.params.update(serving.to_params())
         return index
     except KeyboardInterrupt:
         recorder.abort()  # Ctrl-C stops the workers' sets too, wherever it landed

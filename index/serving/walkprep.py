@@ -14,7 +14,6 @@ from bisect import bisect_right
 from statistics import NormalDist
 from typing import NamedTuple
 
-from polydom.index.protocol import law_row
 
 #: The share of measured calls a guarded start covers -- one minus the late share a start may
 #: risk: the classifier's guards are taken at it (:mod:`polydom.costs.calibration`), and a walk reads an
@@ -25,9 +24,8 @@ DEFAULT_GUARD_QUANTILE = 0.9
 _NORMAL = NormalDist()
 
 
-def _guard_z(index) -> float:
-    """The standard normal quantile of the index's guard quantile (the log-normal fallback's scale)."""
-    quantile = float(index.params.get("cost_guard_quantile") or DEFAULT_GUARD_QUANTILE)
+def _guard_z(quantile: float) -> float:
+    """The standard normal quantile of a guard quantile (the log-normal fallback's scale)."""
     return _NORMAL.inv_cdf(min(max(quantile, 0.5 + 1e-9), 1.0 - 1e-9))
 
 
@@ -49,8 +47,7 @@ class _Prepared:
     features' predicted costs, the fit's guards and the laws there. So a walk's own bookkeeping
     is its decisions, not reading params (``docs/decisions/walk-bookkeeping.md``)."""
 
-    __slots__ = ("key", "position", "z", "start_cap", "ones", "law_sizes", "law_rows", "overall_laws", "by_size",
-                 "traced", "containing", "rank")
+    __slots__ = ("key", "position", "z", "start_cap", "ones", "serving", "by_size", "traced", "containing", "rank")
 
     def __init__(self, index, key):
         self.key = key
@@ -60,21 +57,12 @@ class _Prepared:
         self.containing = tuple(tuple(item for item in ranked if item[0] >> i & 1) for i in range(len(index.costs)))
         # Each ranked prefix's place in the ranking and its accuracy (ties go to the earlier place).
         self.rank = {mask: (place, acc) for place, (mask, acc) in enumerate(ranked)}
-        self.z = _guard_z(index)
-        self.start_cap = bool(index.start_cap)
+        self.serving = serving = index.serving_params
+        self.z = _guard_z(serving.guard_quantile)
+        self.start_cap = serving.start_cap
         self.ones = (1.0,) * len(index.costs)
-        self.overall_laws = index.cost_laws()
-        self.law_sizes = tuple((index.params.get("cost_law_sizes") or ()) if self.overall_laws is not None else ())
-        self.law_rows = tuple(index.cost_laws(n) for n in self.law_sizes)
         self.by_size: dict = {}
         self.traced = 0  # traces made since the last time all were dropped (polydom.index.serving.anytime)
-
-    def laws(self, size: float):
-        """The cost laws at ``size`` (as :meth:`CostSensitiveIndex.cost_laws` picks them)."""
-        sizes = self.law_sizes
-        if not sizes:
-            return self.overall_laws
-        return law_row(sizes, self.law_rows, size)
 
     def at(self, index, size: float) -> _AtSize:
         """What a walk reads at ``size`` (:class:`_AtSize`), prepared at the size's first walk."""
@@ -82,8 +70,8 @@ class _Prepared:
         if found is None:
             if len(self.by_size) >= _SIZES_KEPT:
                 self.by_size.clear()
-            found = self.by_size[size] = _AtSize([curve(size) for curve in index.costs], index.cost_guards(size),
-                                                 self.laws(size), {}, {}, {})
+            found = self.by_size[size] = _AtSize([curve(size) for curve in index.costs], self.serving.guards_at(size),
+                                                 self.serving.laws_at(size), {}, {}, {})
         return found
 
 
@@ -95,12 +83,9 @@ _SIZES_KEPT = 1024
 def prepared(index) -> _Prepared:
     """The :class:`_Prepared` of ``index``, made at its first walk and kept on it while its
     params, costs and candidates stay the same objects (a refresh replaces them)."""
-    params = index.params
-    # The params' values a walk reads, by identity: setting one anew (as a fit sets the guards
-    # after the build) makes the walk prepare the index again.
-    get = params.get
-    key = (params, index.costs, index.candidates, get("cost_guard"), get("cost_guard_by_size"), get("cost_law"),
-           get("cost_law_by_size"), get("start_cap"), get("cost_guard_quantile"))
+    # What a walk reads, by identity: a serving record read anew (a refresh set new guards)
+    # makes the walk prepare the index again.
+    key = (index.params, index.serving_params, index.costs, index.candidates)
     prep = index.__dict__.get("_walk_prepared")
     if prep is None or not all(map(operator.is_, prep.key, key)):
         prep = _Prepared(index, key)

@@ -14,7 +14,6 @@ with the index's ``_attach_store`` -- knows where it came from and reads the nex
 from __future__ import annotations
 
 import errno
-import math
 import os
 import stat
 from collections.abc import Callable
@@ -84,27 +83,13 @@ def _read_version(version: OpenVersion, trusted: frozenset, resolve: Callable[[s
 
 
 def _check_guards(index) -> None:
-    """Read the cost guards an anytime walk will read -- over all sizes and at each calibrated
-    size -- and their quantile, so that crafted guards fail at load rather than at every request.
+    """Read what an anytime walk will read -- the guard ratios at every calibrated size, their
+    quantile and the cost laws (:attr:`CostSensitiveIndex.serving_params`) -- so that crafted
+    entries fail at load rather than at every request.
 
     Raises ``ValueError`` (the caller names the version).
     """
-    cost_guards, params = index.cost_guards, index.params
-    cost_guards()
-    sizes = params.get("cost_guard_sizes")
-    if sizes is not None:
-        if not isinstance(sizes, list) or not all(isinstance(n, (int, float)) and not isinstance(n, bool)
-                                                  and math.isfinite(n) for n in sizes):
-            raise ValueError(f"params['cost_guard_sizes'] must be a list of finite sizes, got {sizes!r:.80}")
-        for size in sizes:
-            cost_guards(size)
-    index.cost_laws()
-    for size in params.get("cost_law_sizes") or ():
-        index.cost_laws(size)
-    quantile = params.get("cost_guard_quantile")
-    if quantile is not None and (isinstance(quantile, bool) or not isinstance(quantile, (int, float))
-                                 or not 0.5 <= quantile <= 1.0):
-        raise ValueError(f"params['cost_guard_quantile'] must be null or a number in [0.5, 1], got {quantile!r:.80}")
+    index.serving_params  # noqa: B018 - reading it checks every entry
 
 
 def _resolve_and_read(root: str, trusted: frozenset, resolve):

@@ -575,9 +575,7 @@ def _check_fitted(state, index) -> None:
 
     Raises ``ValueError`` (turned into :class:`ClassifierStateError` by the caller).
     """
-    index.cost_guards()
-    for size in (index.params.get("cost_guard_sizes") or ()):
-        index.cost_guards(size)
+    index.serving_params  # noqa: B018 - reading it checks the guards and laws at every calibrated size
     for name in state.feature_names:  # the steps add no columns
         feature, columns = state.planner.features[name], state.feature_columns[name]
         if feature.dimension is not None and columns.stop - columns.start != feature.dimension:

@@ -344,7 +344,8 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: 
     t2 = time.perf_counter()
     s, learner = _learner(s, matrix, y, groups, labels)
     n0 = float(np.median(sizes))
-    index, bar = _build_index(s, items, fits, learner, matrix, y, learner.splits, requires, n0, log)
+    serving = _serving_params([item.name for item in items], fits, s)
+    index, bar = _build_index(s, items, fits, learner, matrix, y, learner.splits, requires, n0, log, serving)
     lattice = 2 ** len(items)
     fully, partly = index.stats.get("fully_trained", len(index.trained)), index.stats.get("partly_trained", 0)
     if partly:
@@ -361,7 +362,6 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: 
                                                    saving=s.cascade_saving,
                                                    mean_cost=s.cascade_mean_cost,
                                                    per_class=s.cascade_per_class, splits=folds))
-    _store_serving_params(index, fits, s)
     t3 = time.perf_counter()
     # One warning for all the fits' warnings, pointing at the caller of ``fit``.
     learner.warnings.report(stacklevel=3)
@@ -435,9 +435,9 @@ def _cost_fits(images, sizes, matrix, items, s: FitSettings, say, data_key, coun
     return fits
 
 
-def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requires, n0: float, log):
-    """Build the chosen backend over the fitted cost curves with ``learner`` as the black box:
-    ``(index, the training progress)``."""
+def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requires, n0: float, log, serving):
+    """Build the chosen backend over the fitted cost curves with ``learner`` as the black box and
+    ``serving`` as what its walks read: ``(index, the training progress)``."""
     from polydom.api import build
 
     spec = backend_spec(s.backend)
@@ -463,7 +463,7 @@ def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requir
     bar = TrainingProgress(s.progress, 2 ** len(items) - sets_in_cache(cache, cache_key), log=log)
     try:
         index = build({item.name: fits[item.name].curve for item in items}, learner, alpha=s.alpha, e=s.e,
-                      backend=s.backend, n_jobs=s.n_jobs, progress=bar, **options)
+                      backend=s.backend, n_jobs=s.n_jobs, progress=bar, serving=serving, **options)
     except BaseException:
         bar.close(done=False)
         raise
@@ -471,16 +471,15 @@ def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requir
     return index, bar
 
 
-def _store_serving_params(index, fits, s: FitSettings) -> None:
-    """Store with the index what its walks read (:class:`~polydom.index.serving.params.ServingParams`):
-    the fit's guard ratios and the quantile they were taken at, whether a server learns its own,
-    the cost laws, and whether each start is capped (``Serving(guard=...)`` given)."""
+def _serving_params(names, fits, s: FitSettings):
+    """What the index's walks will read, per item in ``names`` order
+    (:class:`~polydom.index.serving.params.ServingParams`): the fit's guard ratios and the quantile
+    they were taken at, whether a server learns its own, the cost laws, and whether each start is
+    capped (``Serving(guard=...)`` given)."""
     from polydom.index.serving.params import ServingParams
 
-    names = index.space.names
-    record = ServingParams.from_tables(
+    return ServingParams.from_tables(
         [fits[name].guard for name in names], guard_quantile(s), learn_guards=s.learn_guards,
         guard_table=guard_table({name: fits[name].guard_by_size for name in names}, names),
         law_table=law_table({name: (fits[name].law, fits[name].law_by_size) for name in names}, names),
         start_cap=s.cost_guard is not None)
-    index.params.update(record.to_params())

@@ -24,7 +24,6 @@ import numpy as np
 
 from polydom.classifier.inputs import check_errors
 from polydom.classifier.lean import lean_model
-from polydom.costs.calibration import DEFAULT_GUARD_QUANTILE
 from polydom.costs.decode import decode_fits
 from polydom.errors import PolydomError
 from polydom.featurizers import Feature
@@ -188,11 +187,10 @@ class ServingPlanner:
         # at the quantile the fit's guards were taken at; none where the index has no guards or
         # was fitted with learn_guards=False (the quantile is then None), or with ``learn=False``
         # (a classifier's own planner: its predictions change nothing, the fit's guards decide).
-        params = index.params
-        quantile = params.get("cost_guard_quantile", DEFAULT_GUARD_QUANTILE) if params.get("cost_guard") else None
-        quantile = quantile if learn else None
+        serving = index.serving_params
         self.learn = bool(learn)
-        self.serving_guards = None if quantile is None else ServingGuards(index, quantile=float(quantile))
+        self.serving_guards = (ServingGuards(index, quantile=serving.guard_quantile)
+                               if learn and serving.learn_guards else None)
         # The decode step's cost fit (polydom.costs.decode.fit_decode_cost), or None: an
         # encoded image is then decoded whatever the budget, and its time subtracted.
         self.decode = decode

@@ -732,12 +732,10 @@ def test_adding_one_feature_finds_the_best_computed_prefix_as_the_full_scan_does
     k = rng.randint(1, 7)
     trained, chains = random_chains(rng, k, rng.randint(1, 6))
 
-    class Index:  # the parts of the backend contract a walk prepares from
-        params = {}
-        start_cap = False
+    from polydom.index.serving.params import ServingParams
 
-        def cost_laws(self, size=None):
-            return None
+    class Index:  # the parts of the backend contract a walk prepares from
+        serving_params = ServingParams.from_params({"start_cap": False}, k)
 
     index = Index()
     index.trained, index.chains, index.candidates, index.costs = trained, chains, [], [None] * k

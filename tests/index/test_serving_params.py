@@ -28,7 +28,7 @@ def test_the_record_stores_what_the_fit_always_stored():
 
 @pytest.mark.parametrize("change, field", [
     (dict(guard_ratios=(0.9, 1.0, 1.0)), "guard_ratios"),
-    (dict(guard_quantile=1.0), "guard_quantile"),
+    (dict(guard_quantile=0.4), "guard_quantile"),
     (dict(guard_rows=((1.0, 1.0),)), "guard_rows"),
     (dict(laws=((2.0, 1.0), None, None)), "law"),
 ])
@@ -37,3 +37,38 @@ def test_a_record_that_breaks_an_invariant_is_refused_naming_it(change, field):
 
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(_record(), **change)
+
+
+def test_stored_params_read_back_as_the_same_record():
+    record = _record()
+    back = ServingParams.from_params(record.to_params(), len(NAMES))
+    assert back == record
+    assert back.guards_at(100.0) == record.guard_rows[0] and back.guards_at(250.0) == (1.4, 1.1, 1.0)
+    assert back.guards_at() == (1.4, 1.1, 1.0) and back.guards_at(1e6) == record.guard_rows[-1]
+    assert back.laws_at(50.0) == record.law_rows[0] and back.laws_at() == record.laws
+
+
+def test_an_index_saved_without_serving_entries_reads_as_it_was_served():
+    old = ServingParams.from_params({}, 3)
+    assert old.guard_ratios == (1.0, 1.0, 1.0) and old.start_cap is True and old.learn_guards is False
+    assert old.guard_quantile == 0.9 and old.laws_at(10.0) is None
+    # Guards without a stated quantile were learned at the default; a null quantile learns nothing.
+    assert ServingParams.from_params({"cost_guard": [1.2, 1.0, 1.0]}, 3).learn_guards is True
+    assert ServingParams.from_params({"cost_guard": [1.2, 1.0, 1.0], "cost_guard_quantile": None}, 3).learn_guards is False
+    # Guards off: per-size guards are off too.
+    off = {"cost_guard": None, "cost_guard_sizes": [1.0], "cost_guard_by_size": [[2.0, 2.0, 2.0]]}
+    assert ServingParams.from_params(off, 3).guards_at(1.0) == (1.0, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("stored, key", [
+    ({"cost_guard": [1.0, 0.5, 1.0]}, "cost_guard"),
+    ({"cost_guard": [1.0, 1.0]}, "cost_guard"),
+    ({"cost_guard": [1.0] * 3, "cost_guard_quantile": 0.2}, "cost_guard_quantile"),
+    ({"cost_guard": [1.0] * 3, "cost_guard_sizes": ["a"], "cost_guard_by_size": [[1.0] * 3]}, "cost_guard_sizes"),
+    ({"cost_guard": [1.0] * 3, "cost_guard_sizes": [1.0, 2.0], "cost_guard_by_size": [[1.0] * 3]}, "cost_guard_by_size"),
+    ({"cost_law": [[1.0, 0.5], None, None]}, "cost_law"),
+    ({"cost_law": [None] * 3, "cost_law_sizes": [1.0], "cost_law_by_size": []}, "cost_law_by_size"),
+])
+def test_a_malformed_stored_entry_is_refused_naming_its_key(stored, key):
+    with pytest.raises(ValueError, match=f"params\\['{key}'\\]"):
+        ServingParams.from_params(stored, 3)
