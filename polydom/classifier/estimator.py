@@ -183,7 +183,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             cascade=cascade is not None, cascade_loss=cascading.loss, cascade_price=cascading.price,
             cascade_relative_price=cascading.relative_price, cascade_mean_cost=cascading.mean_cost,
             cascade_saving=cascading.saving, cascade_per_class=cascading.per_class,
-            cost_guard=serving.guard, learn_guards=serving.learn_guards, extrapolate=serving.extrapolate,
+            cap_quantile=serving.guard, learn_guards=serving.learn_guards, extrapolate=serving.extrapolate,
         )
 
     def _check_params(self) -> None:

@@ -110,7 +110,7 @@ class FitSettings:
     cost_quantile: Any
     cost_degree: int
     calibrate_costs: bool
-    cost_guard: Any
+    cap_quantile: Any  # Serving(guard=q)'s q: a quantile, None without a per-start cap
     learn_guards: bool
     backend: str
     lambdas: Any
@@ -254,7 +254,7 @@ def guard_quantile(s) -> float:
     """The quantile the fit takes each feature's guard at: ``Serving(guard=q)``'s ``q`` where the
     user asked for a per-start cap, else :data:`DEFAULT_GUARD_QUANTILE` (the guards then serve the
     walk's room reservations and the server's learned guards, not a cap)."""
-    return DEFAULT_GUARD_QUANTILE if s.cost_guard is None else float(s.cost_guard)
+    return DEFAULT_GUARD_QUANTILE if s.cap_quantile is None else float(s.cap_quantile)
 
 
 class _CostCache:
@@ -479,7 +479,7 @@ def _serving_params(names, fits, s: FitSettings):
     from polydom.index.serving.params import ServingParams
 
     return ServingParams.from_tables(
-        [fits[name].guard for name in names], guard_quantile(s), learn_guards=s.learn_guards,
-        guard_table=guard_table({name: fits[name].guard_by_size for name in names}, names),
+        [fits[name].guard_ratio for name in names], guard_quantile(s), learn_guards=s.learn_guards,
+        guard_table=guard_table({name: fits[name].guard_ratio_by_size for name in names}, names),
         law_table=law_table({name: (fits[name].law, fits[name].law_by_size) for name in names}, names),
-        start_cap=s.cost_guard is not None)
+        start_cap=s.cap_quantile is not None)

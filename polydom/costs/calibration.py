@@ -109,7 +109,7 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
     -------
     CostFit
         ``curve`` calibrated, ``timing_curve`` the curve before, ``overhead`` its ``(a, b)``,
-        ``guard`` >= 1 over all calls and ``guard_by_size`` at each size with at least
+        ``guard_ratio`` >= 1 over all calls and ``guard_ratio_by_size`` at each size with at least
         :data:`GUARD_CALLS_PER_SIZE` calls. ``fit`` itself when no call is usable.
     """
     sizes = np.asarray(sizes, dtype=np.float64)
@@ -134,7 +134,7 @@ def calibrate_fit(fit, sizes, seconds, *, quantile: float | None = DEFAULT_GUARD
         guard, by_size = _guards(curve, sizes, seconds, cpu, spread, quantile)
     law, law_by_size = cost_laws(curve, sizes, seconds)
     return dataclasses.replace(fit, curve=curve, timing_curve=timing_curve, overhead=tuple(map(float, overhead)),
-                               guard=guard, guard_by_size=tuple(by_size) or None, law=law,
+                               guard_ratio=guard, guard_ratio_by_size=tuple(by_size) or None, law=law,
                                law_by_size=law_by_size or None)
 
 
@@ -229,8 +229,8 @@ def carry_calibration(old, new):
     factor = float(np.median(after / np.maximum(before, 1e-12))) if np.all(before > 0) else 1.0
     overhead = tuple(float(c) * factor for c in old.overhead)
     return dataclasses.replace(new, curve=new.curve + CostCurve(overhead), timing_curve=new.curve,
-                               overhead=overhead, guard=old.guard, guard_by_size=old.guard_by_size, law=old.law,
-                               law_by_size=old.law_by_size)
+                               overhead=overhead, guard_ratio=old.guard_ratio,
+                               guard_ratio_by_size=old.guard_ratio_by_size, law=old.law, law_by_size=old.law_by_size)
 
 
 def serving_sample(images, features, sizes, count: int = CALIBRATION_IMAGES, random_state=None):
@@ -315,7 +315,7 @@ def guard_table(by_size: dict, names) -> dict:
     Parameters
     ----------
     by_size : dict of str to tuple of (size, guard) pairs or None
-        Each feature's :attr:`CostFit.guard_by_size <polydom.costs.measure.CostFit>`.
+        Each feature's :attr:`CostFit.guard_ratio_by_size <polydom.costs.measure.CostFit>`.
     names : sequence of str
         The index's features, in index order.
 

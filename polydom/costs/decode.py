@@ -18,7 +18,7 @@ __all__ = ["DECODE", "decode_fits", "fit_decode_cost", "guarded_decode", "sample
 DECODE = "decode"
 
 #: The quantile of measured / predicted decode times that serving reserves before decoding
-#: (:attr:`CostFit.guard` of the decode fit): serving decodes an encoded image only if the guarded
+#: (:attr:`CostFit.guard_ratio` of the decode fit): serving decodes an encoded image only if the guarded
 #: curve fits the budget, then subtracts the decode's measured time, so a decode predicted to fit
 #: overruns the budget on about one image in ten at most.
 DECODE_GUARD_QUANTILE = 0.9
@@ -42,13 +42,13 @@ def fit_decode_cost(samples, *, degree: int = 2) -> "CostFit | None":
     curve = CostCurve(fit_cost_curve(sizes, seconds, degree=degree, quantile=0.5, items=items))
     predicted = np.maximum(evaluate_cost_curve(curve.coefficients, sizes), 1e-12)
     guard = max(1.0, float(np.quantile(seconds / predicted, DECODE_GUARD_QUANTILE)))
-    return CostFit(DECODE, curve, sizes.astype(np.int64), seconds, 0.5, items, guard=guard)
+    return CostFit(DECODE, curve, sizes.astype(np.int64), seconds, 0.5, items, guard_ratio=guard)
 
 
 def guarded_decode(fit: "CostFit | None", size: float) -> float:
     """The seconds serving reserves to decode an encoded image of ``size`` pixels: the decode
     curve times its guard; 0 without a decode fit (the decode is then only measured)."""
-    return 0.0 if fit is None else fit.guard * fit.curve(size)
+    return 0.0 if fit is None else fit.guard_ratio * fit.curve(size)
 
 
 def decode_fits(fit: "CostFit | None", size: float, budget: float, index=None) -> bool:

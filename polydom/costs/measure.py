@@ -78,12 +78,13 @@ class CostFit:
         it; ``curve`` is then this plus ``overhead``. None: ``curve`` is the timing pass's.
     overhead : (float, float), optional
         The calibration's ``a + b*n`` (seconds), ``a, b >= 0``.
-    guard : float, default 1.0
+    guard_ratio : float, default 1.0
         Measured / predicted time that anytime serving reserves before starting the feature
-        (the calibration's upper quantile; >= 1).
-    guard_by_size : tuple of (size, guard) pairs, optional
-        The same guard at each size the calibration saw enough calls of, sizes ascending
-        (:func:`polydom.costs.calibration.calibrate_fit`); None: ``guard`` at every size.
+        (a ratio >= 1: the calibration's guard quantile of those ratios, ``Serving(guard=q)``'s
+        ``q`` or 0.9).
+    guard_ratio_by_size : tuple of (size, ratio) pairs, optional
+        The same ratio at each size the calibration saw enough calls of, sizes ascending
+        (:func:`polydom.costs.calibration.calibrate_fit`); None: ``guard_ratio`` at every size.
     law : tuple of float, optional
         The measured law of a serving call's wall time over ``curve``: its quantiles at
         :data:`~polydom.costs.calibration.LAW_LEVELS` (preemption included). The walk
@@ -103,8 +104,8 @@ class CostFit:
     cold_seconds: np.ndarray | None = None
     timing_curve: CostCurve | None = None
     overhead: tuple[float, float] | None = None
-    guard: float = 1.0
-    guard_by_size: tuple[tuple[float, float], ...] | None = None
+    guard_ratio: float = 1.0
+    guard_ratio_by_size: tuple[tuple[float, float], ...] | None = None
     law: tuple[float, ...] | None = None
     law_by_size: tuple[tuple[float, tuple[float, ...]], ...] | None = None
 
@@ -153,10 +154,11 @@ class CostFit:
                 data[key] = getattr(self, key).tolist()
         if self.timing_curve is not None:
             data.update(timing_coefficients=list(self.timing_curve.coefficients), overhead=list(self.overhead))
-        if self.timing_curve is not None or self.guard != 1.0:
-            data["guard"] = self.guard
-        if self.guard_by_size is not None:
-            data["guard_by_size"] = [list(pair) for pair in self.guard_by_size]
+        # Stored under the keys fits were always saved with.
+        if self.timing_curve is not None or self.guard_ratio != 1.0:
+            data["guard"] = self.guard_ratio
+        if self.guard_ratio_by_size is not None:
+            data["guard_by_size"] = [list(pair) for pair in self.guard_ratio_by_size]
         if self.law is not None:
             data["law"] = list(self.law)
         if self.law_by_size is not None:

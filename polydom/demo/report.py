@@ -206,7 +206,7 @@ def decoding(r) -> str:
         seconds = r.decode_seconds[items]
         rows.append([name, len(items), ms(float(np.median(seconds))), ms(float(np.quantile(seconds, 0.9)))])
     fit = r.decode_fit
-    curve = "none was fitted" if fit is None else f"`{fit.curve}` seconds at n pixels, guard {fit.guard:.2f}"
+    curve = "none was fitted" if fit is None else f"`{fit.curve}` seconds at n pixels, guard {fit.guard_ratio:.2f}"
     return ("## Decoding\n\nThe held-out images came as JPEG bytes (quality 90). Every budget covers the whole "
             "answer: decoding, then the features. Serving decodes an image only if the decode curve fitted on "
             f"the training files, times its guard, fits the budget ({curve}); the features get what the decode "

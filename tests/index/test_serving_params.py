@@ -72,3 +72,10 @@ def test_an_index_saved_without_serving_entries_reads_as_it_was_served():
 def test_a_malformed_stored_entry_is_refused_naming_its_key(stored, key):
     with pytest.raises(ValueError, match=f"params\\['{key}'\\]"):
         ServingParams.from_params(stored, 3)
+
+
+def test_a_cap_at_the_largest_call_is_a_valid_record():
+    # Serving(guard=1.0) asks for guards at the largest measured call: the fit must store them.
+    capped = ServingParams.from_tables([2.0, 1.0, 1.0], 1.0, learn_guards=True, guard_table={}, law_table={},
+                                       start_cap=True)
+    assert ServingParams.from_params(capped.to_params(), 3) == capped

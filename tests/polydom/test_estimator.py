@@ -150,7 +150,7 @@ def test_cost_curves_are_nonnegative_monotone_and_track_the_median(fitted):
         # it in places; the calibration then only adds a non-negative, non-decreasing overhead.
         timing = evaluate_cost_curve(fit.timing_curve.coefficients, sizes)
         assert np.all(np.abs(timing / targets - 1) < 1.0), name
-        assert fit.guard >= 1.0 and all(c >= 0 for c in fit.overhead), name
+        assert fit.guard_ratio >= 1.0 and all(c >= 0 for c in fit.overhead), name
         assert np.all(fit.curve_values(sizes) >= timing), name
         grid = np.linspace(0, 2 * sizes.max(), 50)
         assert np.all(np.diff(fit.curve_values(grid)) >= 0), name

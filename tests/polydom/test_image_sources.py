@@ -91,7 +91,7 @@ def test_decoding_is_timed_and_inside_the_budget(files):
     arrays, paths, _, clf = files
     fit = clf._state().decode_fit
     assert fit is not None and fit.name == "decode" and len(fit.sizes) == len(paths["PNG"])
-    assert fit.guard >= 1.0 and fit.curve(48 * 48) > 0
+    assert fit.guard_ratio >= 1.0 and fit.curve(48 * 48) > 0
     # No time to decode: nothing is decoded or computed, and the answer is on time.
     (starved,) = clf.explain([paths["PNG"][0]], budget=fit.curve(48 * 48) * 1e-3)
     assert starved.features == () and starved.measured_cost == 0.0 and ("decode", ()) not in starved.steps
@@ -111,8 +111,8 @@ def test_a_decode_that_buys_no_feature_is_not_done(files):
     fit = state.decode_fit
     size = 48 * 48
     cheapest = min(curve(size) for name, curve in clf.cost_curves_.items())
-    budget = fit.guard * fit.curve(size) + 0.5 * cheapest  # the decode fits, no feature after it
-    assert not state.index.lookup(size, budget - fit.guard * fit.curve(size)).features
+    budget = fit.guard_ratio * fit.curve(size) + 0.5 * cheapest  # the decode fits, no feature after it
+    assert not state.index.lookup(size, budget - fit.guard_ratio * fit.curve(size)).features
     big = [p for p, a in zip(paths["PNG"], arrays) if a.shape[0] * a.shape[1] == size][0]
     (e,) = clf.explain([big], budget=budget)
     assert ("decode", ()) not in e.steps and e.computed == () and e.measured_cost == 0.0
@@ -177,7 +177,7 @@ def test_the_decode_curve_is_saved_and_loaded(files, tmp_path):
     clf.save(tmp_path / "index")
     loaded = polydom.CostSensitiveClassifier.load(tmp_path / "index")
     before, after = clf._state().decode_fit, loaded._state().decode_fit
-    assert after.curve == before.curve and after.guard == before.guard
+    assert after.curve == before.curve and after.guard_ratio == before.guard_ratio
     assert loaded.predict(paths["JPEG"]).tolist() == clf.predict(paths["JPEG"]).tolist()
 
 
