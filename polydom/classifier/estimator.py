@@ -168,24 +168,6 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
                 self.timing if self.timing is not None else Timing(), self.cascade,
                 self.serving if self.serving is not None else Serving())
 
-    def _settings(self) -> dict:
-        """The parameters as the fit pipeline reads them (:class:`polydom.classifier.pipeline.FitSettings`)."""
-        selection, timing, cascade, serving = self._policies()
-        cascading = cascade if cascade is not None else Cascade()
-        return dict(
-            features=self.features, learners=self.learners, cv=self.cv, cache_dir=self.cache_dir,
-            n_jobs=self.n_jobs, random_state=self.random_state, progress=self.progress,
-            alpha=selection.alpha, e=selection.e, search=selection.search, tolerance=selection.tolerance, scores=selection.scores,
-            cv_repeats=selection.cv_repeats, finalist_repeats=selection.finalist_repeats,
-            scoring=selection.scoring, label_weights=selection.label_weights, backend=selection.backend, lambdas=selection.lambdas,
-            cost_quantile=timing.quantile, cost_degree=timing.degree, calibrate_costs=timing.calibrate,
-            timing_sides=timing.sides, timing_repeats=timing.repeats, timing_images=timing.images,
-            cascade=cascade is not None, cascade_loss=cascading.loss, cascade_price=cascading.price,
-            cascade_relative_price=cascading.relative_price, cascade_mean_cost=cascading.mean_cost,
-            cascade_saving=cascading.saving, cascade_per_class=cascading.per_class,
-            cap_quantile=serving.guard, learn_guards=serving.learn_guards, extrapolate=serving.extrapolate,
-        )
-
     def _check_params(self) -> None:
         """The constraint table, then each group's own check."""
         check_params(self.get_params(deep=False), self._constraints)
@@ -236,7 +218,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         else:
             y = check_labels(y, len(images))
         groups = check_groups(groups, len(images))
-        settings = FitSettings.from_params(self._settings())
+        settings = FitSettings.from_classifier(self)
         result = run_fit(images, y, groups, settings, labels=labels)
         if len(decodes) < MIN_DECODE_SAMPLES:
             # Fitted on arrays: learn what decoding a file costs anyway, so that a file served

@@ -80,59 +80,36 @@ def _feature_list(features) -> list[Feature]:
 
 @dataclass(frozen=True)
 class FitSettings:
-    """What the pipeline needs from the classifier's parameters, already checked.
+    """What the pipeline needs from the classifier's parameters, already checked: the top-level
+    ones, and the four settings groups as objects, read where they are used.
 
-    Build one with :meth:`from_params`; the fields mirror ``CostSensitiveClassifier``'s
-    parameters, with ``features`` resolved to :class:`Feature` objects and ``estimator`` the
-    seeded clone the black box trains.
+    Build one with :meth:`from_classifier`. ``features`` are resolved to :class:`Feature`
+    objects, ``estimator`` is the seeded clone the black box trains, ``cascade`` is None where
+    the classifier trains no cascade, and ``scoring`` is the score sets are ranked by
+    (``selection.scoring``; for several labels, the label-weighted accuracy).
     """
 
     features: list
     estimator: Any
-    alpha: float
-    e: Any
-    search: str
-    tolerance: Any
-    scores: str
     cv: Any
-    cv_repeats: int
-    finalist_repeats: int
-    cascade: bool
-    cascade_loss: float
-    cascade_price: Any
-    cascade_relative_price: Any
-    cascade_saving: Any
-    cascade_mean_cost: Any
-    cascade_per_class: bool
-    extrapolate: str
-    scoring: Any
-    label_weights: Any
-    cost_quantile: Any
-    cost_degree: int
-    calibrate_costs: bool
-    cap_quantile: Any  # Serving(guard=q)'s q: a quantile, None without a per-start cap
-    learn_guards: bool
-    backend: str
-    lambdas: Any
-    timing_sides: Any
-    timing_repeats: int
-    timing_images: int
     cache_dir: Any
     n_jobs: Any
     random_state: Any
     progress: Any
+    selection: Any
+    timing: Any
+    serving: Any
+    cascade: Any
+    scoring: Any
 
     @classmethod
-    def from_params(cls, params: dict) -> "FitSettings":
-        """Settings from a validated classifier's parameters, its groups flattened
-        (``CostSensitiveClassifier._settings``)."""
-        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("features", "estimator")]
-        learners = params["learners"]
-        return cls(
-            features=_feature_list(params["features"]),
-            estimator=learner_estimator(learners, params["random_state"]),
-            **{name: params[name] for name in names},
-        )
+    def from_classifier(cls, clf) -> "FitSettings":
+        """Settings from a validated ``CostSensitiveClassifier``: its groups, defaults where None."""
+        selection, timing, cascade, serving = clf._policies()
+        return cls(features=_feature_list(clf.features), estimator=learner_estimator(clf.learners, clf.random_state),
+                   cv=clf.cv, cache_dir=clf.cache_dir, n_jobs=clf.n_jobs, random_state=clf.random_state,
+                   progress=clf.progress, selection=selection, timing=timing, serving=serving, cascade=cascade,
+                   scoring=selection.scoring)
 
     def cache_path(self, part: str) -> str | None:
         """``cache_dir/part``, or None without a cache directory."""
@@ -177,10 +154,10 @@ def _folds(s: FitSettings, y, groups):
     """
     from .blackbox import make_splits
 
-    if not isinstance(s.cv, int) or s.finalist_repeats == 0:
-        return make_splits(s.cv, y, groups, s.random_state, repeats=s.cv_repeats if isinstance(s.cv, int) else 1), []
-    every = make_splits(s.cv, y, groups, s.random_state, repeats=s.cv_repeats + s.finalist_repeats)
-    first = s.cv * s.cv_repeats
+    if not isinstance(s.cv, int) or s.selection.finalist_repeats == 0:
+        return make_splits(s.cv, y, groups, s.random_state, repeats=s.selection.cv_repeats if isinstance(s.cv, int) else 1), []
+    every = make_splits(s.cv, y, groups, s.random_state, repeats=s.selection.cv_repeats + s.selection.finalist_repeats)
+    first = s.cv * s.selection.cv_repeats
     return every[:first], every[first:]
 
 
@@ -195,7 +172,7 @@ def _screen_folds(s: FitSettings, y, groups):
     caller's own (its folds are the ones to use), or a small lattice."""
     from .blackbox import make_splits
 
-    if s.backend != "polydom" or not isinstance(s.cv, int) or len(s.features) < SCREEN_FROM_FEATURES:
+    if s.selection.backend != "polydom" or not isinstance(s.cv, int) or len(s.features) < SCREEN_FROM_FEATURES:
         return None
     # Another draw than the scoring folds', from the same seed.
     seed = s.random_state + 1 if isinstance(s.random_state, (int, np.integer)) else s.random_state
@@ -238,13 +215,13 @@ def _measure_costs(images, sizes, matrix, items, s: FitSettings, say, counter=No
         sample = serving_sample(images, items, sizes, count, s.random_state)
     serial, serial_sizes = sample if sample is not None else (matrix, sizes)
     per_image = np.nansum(serial.cpu_seconds if serial.cpu_seconds is not None else serial.seconds, axis=1)
-    plan = plan_timing(serial_sizes, per_image, sides=s.timing_sides, degree=s.cost_degree, images=s.timing_images,
-                       repeats=s.timing_repeats, budget=max(0.0, budget - (time.perf_counter() - started)))
+    plan = plan_timing(serial_sizes, per_image, sides=s.timing.sides, degree=s.timing.degree, images=s.timing.images,
+                       repeats=s.timing.repeats, budget=max(0.0, budget - (time.perf_counter() - started)))
     say(f"timing {len(s.features)} features: the training images' own calls, and {plan.describe()}")
-    fits = costs_from_extraction(items, images, serial, serial_sizes, plan=plan, quantile=s.cost_quantile,
-                                 degree=s.cost_degree, random_state=s.random_state,
+    fits = costs_from_extraction(items, images, serial, serial_sizes, plan=plan, quantile=s.timing.quantile,
+                                 degree=s.timing.degree, random_state=s.random_state,
                                  progress=None if counter is None else counter("timing resized copies", 0, "copies"))
-    if s.calibrate_costs:
+    if s.timing.calibrate:
         fits = calibrate_fits(fits, images, items, matrix, sizes, parallel=parallel, quantile=guard_quantile(s),
                               random_state=s.random_state, sample=sample)
     return fits
@@ -254,7 +231,7 @@ def guard_quantile(s) -> float:
     """The quantile the fit takes each feature's guard at: ``Serving(guard=q)``'s ``q`` where the
     user asked for a per-start cap, else :data:`DEFAULT_GUARD_QUANTILE` (the guards then serve the
     walk's room reservations and the server's learned guards, not a cap)."""
-    return DEFAULT_GUARD_QUANTILE if s.cap_quantile is None else float(s.cap_quantile)
+    return DEFAULT_GUARD_QUANTILE if s.serving.guard is None else float(s.serving.guard)
 
 
 class _CostCache:
@@ -351,17 +328,17 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: 
     if partly:
         say(f"{fully} of {lattice} feature sets trained fully, {partly} screened only "
             f"(their bounds could not reach the skyline), {lattice - fully - partly} not at all")
-    if s.cascade and index.chains:
+    if s.cascade is not None and index.chains:
         from .cascades import train_cascades
 
         # Folds close in size to the whole training set, so that fold models are as sure of
         # themselves as the served ones (see CASCADE_FOLDS); fewer where the groups are fewer.
         folds = _cascade_folds(y, groups, s.random_state)
-        index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade_loss,
-                                                   price=s.cascade_price, relative_price=s.cascade_relative_price,
-                                                   saving=s.cascade_saving,
-                                                   mean_cost=s.cascade_mean_cost,
-                                                   per_class=s.cascade_per_class, splits=folds))
+        index = index.with_cascades(train_cascades(index, learner, sizes, allowed_loss=s.cascade.loss,
+                                                   price=s.cascade.price, relative_price=s.cascade.relative_price,
+                                                   saving=s.cascade.saving,
+                                                   mean_cost=s.cascade.mean_cost,
+                                                   per_class=s.cascade.per_class, splits=folds))
     t3 = time.perf_counter()
     # One warning for all the fits' warnings, pointing at the caller of ``fit``.
     learner.warnings.report(stacklevel=3)
@@ -381,7 +358,7 @@ def run_fit(images: list, y: np.ndarray, groups, settings: FitSettings, labels: 
     return FitResult(
         index=index, classes=np.unique(y) if labels is None else np.asarray(labels), features=list(s.features), columns=dict(matrix.columns), fits=fits,
         n0=n0, timing_sides=_timed_sides(fits), stats=stats,
-        cascade=s.cascade,
+        cascade=s.cascade is not None,
     )
 
 
@@ -407,11 +384,11 @@ def _multilabel_settings(s: FitSettings, Y: np.ndarray, labels: np.ndarray | Non
         return s, Y, None
     from .multilabel import LabelWeightedAccuracy, empty_set_model, fold_strata, label_weight_vector, per_label_learners
 
-    weights = label_weight_vector(s.label_weights, np.asarray(labels))
+    weights = label_weight_vector(s.selection.label_weights, np.asarray(labels))
     scoring = s.scoring
     if scoring in (None, "accuracy"):
         scoring = LabelWeightedAccuracy(weights)
-    elif s.label_weights is not None:
+    elif s.selection.label_weights is not None:
         raise ValueError(f"label_weights weigh the default accuracy; scoring={scoring!r} weighs labels its own way")
     folds = s.cv if isinstance(s.cv, int) else 2
     s = dataclasses.replace(s, estimator=per_label_learners(s.estimator), scoring=scoring)
@@ -421,8 +398,8 @@ def _multilabel_settings(s: FitSettings, Y: np.ndarray, labels: np.ndarray | Non
 def _cost_fits(images, sizes, matrix, items, s: FitSettings, say, data_key, counter=None) -> dict:
     """Each item's cost fit: read from the cache where the timing inputs are unchanged, else
     measured now (and cached)."""
-    timing_key = (data_key, None if s.timing_sides is None else tuple(s.timing_sides), s.timing_repeats,
-                  s.timing_images, s.cost_quantile, s.cost_degree, s.calibrate_costs, guard_quantile(s),
+    timing_key = (data_key, None if s.timing.sides is None else tuple(s.timing.sides), s.timing.repeats,
+                  s.timing.images, s.timing.quantile, s.timing.degree, s.timing.calibrate, guard_quantile(s),
                   repr(s.random_state), "cost-law")
     cached = _cost_cache(s, timing_key)
     fits = cached.read() if cached is not None else None
@@ -440,19 +417,19 @@ def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requir
     ``serving`` as what its walks read: ``(index, the training progress)``."""
     from polydom.api import build
 
-    spec = backend_spec(s.backend)
+    spec = backend_spec(s.selection.backend)
     offered = {
         "n0": n0,  # backends that compare costs at one size compare them at the median item
         "reference_size": n0,  # and PolyDom orders its prefix chains by the costs there
-        "tolerance": s.tolerance,
-        "scores": s.scores,
+        "tolerance": s.selection.tolerance,
+        "scores": s.selection.scores,
         "measured_range": _measured_range(fits),
-        "extrapolate": s.extrapolate,
-        "search": s.search,  # PolyDom's lattice or skyline search (polydom.index.search)
+        "extrapolate": s.serving.extrapolate,
+        "search": s.selection.search,  # PolyDom's lattice or skyline search (polydom.index.search)
     }
     options: dict[str, Any] = {k: v for k, v in offered.items() if k in spec.options}
-    if s.lambdas is not None:
-        options["lambdas"] = list(s.lambdas)
+    if s.selection.lambdas is not None:
+        options["lambdas"] = list(s.selection.lambdas)
     cache = s.cache_path("expansions")
     cache_key = None
     if cache is not None:
@@ -462,8 +439,8 @@ def _build_index(s: FitSettings, items, fits, learner, matrix, y, splits, requir
         options["requires"] = requires
     bar = TrainingProgress(s.progress, 2 ** len(items) - sets_in_cache(cache, cache_key), log=log)
     try:
-        index = build({item.name: fits[item.name].curve for item in items}, learner, alpha=s.alpha, e=s.e,
-                      backend=s.backend, n_jobs=s.n_jobs, progress=bar, serving=serving, **options)
+        index = build({item.name: fits[item.name].curve for item in items}, learner, alpha=s.selection.alpha, e=s.selection.e,
+                      backend=s.selection.backend, n_jobs=s.n_jobs, progress=bar, serving=serving, **options)
     except BaseException:
         bar.close(done=False)
         raise
@@ -479,7 +456,7 @@ def _serving_params(names, fits, s: FitSettings):
     from polydom.index.serving.params import ServingParams
 
     return ServingParams.from_tables(
-        [fits[name].guard_ratio for name in names], guard_quantile(s), learn_guards=s.learn_guards,
+        [fits[name].guard_ratio for name in names], guard_quantile(s), learn_guards=s.serving.learn_guards,
         guard_table=guard_table({name: fits[name].guard_ratio_by_size for name in names}, names),
         law_table=law_table({name: (fits[name].law, fits[name].law_by_size) for name in names}, names),
-        start_cap=s.cap_quantile is not None)
+        start_cap=s.serving.guard is not None)
