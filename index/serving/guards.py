@@ -62,10 +62,10 @@ from __future__ import annotations
 
 import math
 import threading
+from bisect import bisect_right
 from collections import deque
 from statistics import NormalDist
 
-import numpy as np
 
 from polydom.index.serving.anytime import DEFAULT_GUARD_QUANTILE
 
@@ -208,7 +208,7 @@ class ServingGuards:
         self._ceiling: dict[tuple[int, int], float] = {}  # a forgotten record's guard, until it learns again
         self._ratios: dict[tuple[int, int], deque] = {}
         self._learned: dict[tuple[int, int], float] = {}
-        self._sorted: dict[tuple[int, int], np.ndarray] = {}  # a learned record's ratios, sorted
+        self._sorted: dict[tuple[int, int], list] = {}  # a learned record's ratios, sorted
         self._explored: dict[tuple[int, int], int] = {}  # starts granted past the fit's guard
         self._own: dict[tuple, deque] = {}  # per record: recent CPU / predicted ratios, where measured
         self._calls: dict[tuple[int, int], int] = {}
@@ -276,7 +276,7 @@ class ServingGuards:
             ratios = self._sorted.get((None, band))
             if ratios is None:
                 return None
-        return float(np.searchsorted(ratios, ratio, side="right")) / len(ratios)
+        return bisect_right(ratios, ratio) / len(ratios)
 
     def wants_sample(self, feature: int, size: float) -> bool:
         """Whether a walk may start ``feature`` at ``size`` past the fit's guard to learn its cost
@@ -354,7 +354,7 @@ class ServingGuards:
             basis = owns if owns is not None and len(owns) >= min(least, len(ratios)) else ratios
             self._learned[key] = max(MIN_GUARD, robust_guard(basis, self.quantile))
             # Replaced whole, so that finish_chance reads it without the lock.
-            self._sorted[key] = np.sort(np.fromiter(ratios, float))
+            self._sorted[key] = sorted(ratios)
             self._ceiling.pop(key, None)
 
     def snapshot(self) -> "ServingGuards":
