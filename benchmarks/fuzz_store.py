@@ -52,7 +52,6 @@ import select
 import shlex
 import shutil
 import signal
-import struct
 import sys
 import tempfile
 import time

@@ -60,7 +60,7 @@ K = {"cf1": 1, "cfinf": None}
 
 def _has_greedy() -> bool:
     try:
-        import polydom.greedy  # noqa: F401
+        import polydom.greedy as greedy
 
         return hasattr(greedy, "build_greedy")
     except ImportError:

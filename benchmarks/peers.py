@@ -459,7 +459,7 @@ def fit_exhaustive(X, y, layout, costs: Costs, learners, splits, sides, budgets,
     cv_fits = sum(v[2] for v in scored.values())
     out.models = f"{len(subsets)} subsets, {cv_fits} CV fits + {len([m for m in models.values() if m])} refits"
     top = sorted(subsets, key=lambda s: -scored[s][0])[:5]
-    out.details = [f"best CV subsets: " + "; ".join(f"{'+'.join(s)} {scored[s][0]:.3f} ({scored[s][1]})" for s in top)]
+    out.details = ["best CV subsets: " + "; ".join(f"{'+'.join(s)} {scored[s][0]:.3f} ({scored[s][1]})" for s in top)]
     out.scores = scored
     return out
 
@@ -748,7 +748,7 @@ def write_report(path, ctx: dict) -> str:
     ]
     if "same_guards" in summary:
         g, t = summary["same_guards"], summary["same_guards_on_time"]
-        L += [f"**At the same risk** (against the better of *" + "* and *".join(SAME_GUARDS.values()) + "*): "
+        L += ["**At the same risk** (against the better of *" + "* and *".join(SAME_GUARDS.values()) + "*): "
               f"PolyDom is within one paired SE of (or above) it in **{g['within']} of {summary['n_cells']}** cells, "
               f"more than 2 paired SE behind in {len(g['behind'])}, more than 2 paired SE ahead in {len(g['ahead'])}; "
               f"on time: within one SE in **{t['within']}**, more than 2 SE behind in {len(t['behind'])}, ahead in "

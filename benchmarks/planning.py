@@ -256,7 +256,7 @@ def fit_real(args):
     from threadpoolctl import threadpool_limits
 
     from lab.job import split_pictures
-    from lab.settings import DEFAULT_FEATURES, DEFAULT_SIDES, TIMING_SIDES
+    from lab.settings import DEFAULT_FEATURES, DEFAULT_SIDES
     from polydom.classifier.extraction import extract_features
     from polydom.featurizers import resolve_features
     from polydom.featurizers.datasets import load_digits_images

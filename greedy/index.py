@@ -25,7 +25,7 @@ from polydom.index.protocol import CostSensitiveIndex
 from polydom.index.state import check_std_errors, optional_column, read_optional_column
 from polydom.lattice import FeatureSpace
 
-from .anytime import SequenceWalk, best_computed, best_reachable, walk_measured, walk_predicted
+from .anytime import SequenceWalk, best_computed, best_reachable, walk_predicted
 from .skyline import SkylineEntry, prefix_masks, prefix_skyline
 
 __all__ = ["GreedyIndex"]

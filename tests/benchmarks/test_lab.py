@@ -2,12 +2,7 @@
 
 import argparse
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest

@@ -1,6 +1,5 @@
 """The bidirectional explorer against the paper's Figure 2 lattice and exhaustive checks."""
 
-import itertools
 import math
 import random
 

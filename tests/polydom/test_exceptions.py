@@ -6,7 +6,6 @@ import pkgutil
 
 import pytest
 
-import polydom
 from polydom import PolydomError, PolydomWarning
 
 

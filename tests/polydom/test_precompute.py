@@ -1,6 +1,5 @@
 """Precompute at scale: parallel expansion, the resumable cache, max_expansions, progressive alpha."""
 
-import os
 import signal
 import subprocess
 import sys

@@ -1,6 +1,5 @@
 """`polydom build SPEC --out PATH`: exit codes, publication, cache reuse."""
 
-import os
 import subprocess
 import sys
 import textwrap
