@@ -262,7 +262,8 @@ class FeatureSetLearner:
         self._learn_unknown(sets)
         todo = [s for s in dict.fromkeys(sets) if s not in self.rescored and s and self.rescore_splits]
         if todo:
-            extra, _ = self._score_winners(todo, self.rescore_splits)
+            # On the finishing workers: the finalists are rescored in this process, after the search.
+            extra, _ = self._score_winners(todo, self.rescore_splits, n_jobs=self.finish_jobs)
             for s in todo:
                 folds = np.concatenate([self.fold_scores[s], extra[s]])
                 old = self.cache[s]

@@ -113,6 +113,22 @@ def test_finalists_are_rescored_on_more_folds_before_the_sweep(digits):
     assert others and all(len(learner.fold_scores[s]) == 3 for s in others)
 
 
+def test_finalists_are_rescored_on_the_finishing_workers_with_the_same_scores(digits):
+    import polydom
+
+    X, y, _ = digits
+    columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
+    splits = make_splits(3, y, random_state=0, repeats=3)
+    learners = [FeatureSetLearner(X, y, columns, GaussianNB(), splits[:3], rescore_splits=splits[3:], finish_jobs=jobs)
+                for jobs in (None, 2)]
+    costs = {name: [1.0 + i] for i, name in enumerate(columns)}
+    serial, parallel = (polydom.build(costs, learner, e=0.0) for learner in learners)
+    assert serial.stats["rescored"] == parallel.stats["rescored"] > 0
+    assert serial.trained == parallel.trained and serial.std_error == parallel.std_error
+    assert {s: f.tolist() for s, f in learners[0].fold_scores.items()} == {
+        s: f.tolist() for s, f in learners[1].fold_scores.items()}
+
+
 def test_a_learner_that_keeps_losing_retires(digits):
     X, y, _ = digits
     columns = {f"c{i}": slice(8 * i, 8 * (i + 1)) for i in range(8)}
