@@ -27,11 +27,11 @@ from polydom.index.costs.curve import CostCurve, format_curve, set_cost_matrix
 from polydom.index.costs.poly import horner_scalar
 
 from .base import StoredIndex
-from .serving.params import SERVING_KEYS, ServingParams
 from .errors import (
     BackendError,
     ExtrapolationWarning,  # noqa: F401 - defined with the package's errors
 )
+from .serving.params import SERVING_KEYS, ServingParams, law_row  # noqa: F401 - older walks import law_row from here
 from .values import Choice
 
 __all__ = ["CostSensitiveIndex", "ExtrapolationWarning", "EXTRAPOLATE_POLICIES", "BackendError", "check_backend"]

@@ -18,11 +18,12 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["ServingParams", "law_row"]
+__all__ = ["DEFAULT_GUARD_QUANTILE", "ServingParams", "law_row"]
 
-#: The guard quantile of an index that states none (saved before it was stored). The classifier's
-#: default, ``polydom.index.serving.walkprep.DEFAULT_GUARD_QUANTILE``, is the same number.
-_DEFAULT_QUANTILE = 0.9
+#: The share of measured calls a guarded start covers -- one minus the late share a start may
+#: risk: the classifier's guards are taken at it (:mod:`polydom.costs.calibration`), and a walk reads an
+#: index's guards as it when the index states none. ``docs/decisions/start-rule.md`` has the evidence.
+DEFAULT_GUARD_QUANTILE = 0.9
 
 #: The stored keys a walk reads, in the order fits have always stored them.
 SERVING_KEYS = ("cost_guard", "cost_guard_quantile", "cost_guard_sizes", "cost_guard_by_size", "cost_law",
@@ -137,7 +138,7 @@ class ServingParams:
             Naming the stored key that is malformed.
         """
         guards = params.get("cost_guard")
-        quantile = params.get("cost_guard_quantile", _DEFAULT_QUANTILE)
+        quantile = params.get("cost_guard_quantile", DEFAULT_GUARD_QUANTILE)
         if quantile is not None and (isinstance(quantile, bool) or not isinstance(quantile, (int, float))
                                      or not 0.5 <= quantile <= 1.0):
             raise ValueError(f"params['cost_guard_quantile'] must be null or a number in [0.5, 1], got {quantile!r:.80}")
@@ -148,7 +149,7 @@ class ServingParams:
             rows = tuple(_ratios(row, count, "params['cost_guard_by_size']") for row in rows)
         laws, law_sizes, law_rows = _stored_laws(params, count)
         return cls(guard_ratios=guards or (1.0,) * count,
-                   guard_quantile=float(_DEFAULT_QUANTILE if quantile is None else quantile),
+                   guard_quantile=float(DEFAULT_GUARD_QUANTILE if quantile is None else quantile),
                    learn_guards=bool(guards) and quantile is not None, guard_sizes=sizes, guard_rows=rows,
                    laws=laws, law_sizes=law_sizes, law_rows=law_rows, start_cap=bool(params.get("start_cap", True)))
 

@@ -14,11 +14,7 @@ from bisect import bisect_right
 from statistics import NormalDist
 from typing import NamedTuple
 
-
-#: The share of measured calls a guarded start covers -- one minus the late share a start may
-#: risk: the classifier's guards are taken at it (:mod:`polydom.costs.calibration`), and a walk reads an
-#: index's guards as it when the index states none. ``docs/decisions/start-rule.md`` has the evidence.
-DEFAULT_GUARD_QUANTILE = 0.9
+from polydom.index.serving.params import DEFAULT_GUARD_QUANTILE  # noqa: F401 - read from here too
 
 #: The standard normal law, built once (a walk reads it at every stake).
 _NORMAL = NormalDist()
