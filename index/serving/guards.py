@@ -52,6 +52,15 @@ contention only delays a probe.) Two slow calls among a window's first hundred a
 guard at the second of them (the cap above stops only one), so the probe comes after
 ``forget_after`` walks, 256 by default (why: ``docs/decisions/serving-guards.md``).
 
+*Stale chances.* Without a per-start cap the guard rarely stops a feature; the chance to finish
+does (:mod:`polydom.index.serving.stake`), and a chance that refuses a feature also stops
+learning from it. A slow spell would so freeze a low chance for good, whatever the guard. So once
+``forget_after`` walks in a band computed a feature no more, its chance there is stale:
+:meth:`ServingGuards.finish_chance` gives None and the fit's cost law decides again. If the next
+call of the feature runs faster than the median of the calls its record holds, the machine has
+changed: the band forgets the record and learns it anew, as after a probe. Otherwise the record
+keeps the call and its chance decides until it is stale again.
+
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= :data:`MIN_GUARD` and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
 from at least ``pool_min_calls`` of its band; only learned records are probed; a forgotten
@@ -176,8 +185,8 @@ class ServingGuards:
         more than a cheap feature).
     forget_after : int or None, default 256
         Walks in a band (calls of :meth:`guards`) without a call of a feature, after which the
-        band probes that feature's learned guard (the module docstring, *probing*); None never
-        probes.
+        band probes that feature's learned guard (the module docstring, *probing*) and its chance
+        to finish is stale (*stale chances*); None never probes.
 
     Notes
     -----
@@ -272,6 +281,8 @@ class ServingGuards:
         if key in self._probing or key in self._ceiling or (None, band) in self._probing:
             return None  # probed or forgotten: the walk's guard decides, as guards() says
         ratios = self._sorted.get(key)
+        if ratios is not None and self._stale(key):
+            return None  # its chance stopped the feature: the fit's law decides (module docstring, *stale chances*)
         if ratios is None:
             ratios = self._sorted.get((None, band))
             if ratios is None:
@@ -321,10 +332,23 @@ class ServingGuards:
                                  if key[1] == band and key in self._learned and walks - last > self.forget_after
                                  and (key[0] is None or self._learned[key] > base[key[0]]))
 
+    def _stale(self, key) -> bool:
+        """Whether no walk in the band computed ``key``'s feature in the last ``forget_after``."""
+        return self.forget_after is not None and self._walks.get(key[1], 0) - self._last.get(key, 0) > self.forget_after
+
     def _record(self, key, ratio: float, own: float | None, base: float | None) -> None:
         """Add one call's wall ``ratio`` (and ``own``, its CPU ratio, where measured) to ``key``'s
         record; ``base``: the index's guard of the feature at the call's size when the record is
         probed (None: not known, or the pool)."""
+        known = self._sorted.get(key)
+        if key[0] is not None and known is not None and key not in self._probing and self._stale(key):
+            # The first call after a stale spell, faster than most of the calls the record holds:
+            # the machine changed, so the band learns the feature anew (module docstring, *stale chances*).
+            if ratio < known[len(known) // 2]:
+                learned = self._learned.get(key, 1.0)
+                for table in (self._ratios, self._learned, self._calls, self._sorted, self._own):
+                    table.pop(key, None)
+                self._ceiling[key] = max(1.0, learned)
         if key in self._probing:
             self._probing.discard(key)
             learned = self._learned.get(key, math.inf)

@@ -43,6 +43,7 @@ from polydom.costs.measure import TIMING_SHARE, CostFit, bin_sizes, costs_from_e
 from polydom.featurizers import Feature, default_features, item_size, resolve_features, with_steps
 from polydom.lattice.featureset import MAX_FEATURES
 
+from .policies import Cascade, Selection, Serving, Timing
 from .progress import ProgressLog, TrainingProgress, sets_in_cache
 
 __all__ = ["FitSettings", "FitResult", "TrainingProgress", "sets_in_cache", "run_fit", "expansion_cache_key",
@@ -96,10 +97,10 @@ class FitSettings:
     n_jobs: Any
     random_state: Any
     progress: Any
-    selection: Any
-    timing: Any
-    serving: Any
-    cascade: Any
+    selection: Selection
+    timing: Timing
+    serving: Serving
+    cascade: Cascade | None
     scoring: Any
 
     @classmethod

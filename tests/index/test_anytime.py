@@ -502,6 +502,38 @@ def test_a_probe_never_raises_a_guard(any_index):
     assert learn.guards(1.0)[slow] == pytest.approx(1.1)  # learned anew: its own calls again
 
 
+@pytest.mark.parametrize("after", ["faster", "still slow"])
+def test_a_chance_that_stopped_its_feature_goes_stale(any_index, after):
+    from polydom.index.serving.guards import ServingGuards
+
+    learn = ServingGuards(any_index, quantile=0.9, window=64, min_calls=8, pool_min_calls=8, refresh=4,
+                          forget_after=128)
+    slow = any_index.space.names.index("slow")
+    curve = any_index.cost_of(["slow"], 1.0)
+    # A slow spell of preemption: the wall clock ran three times the curve, the CPU at it. The
+    # guard (from the CPU) stays low; the chance to finish within 1.2 times the curve is 0.
+    for _ in range(8):
+        learn.observe(slow, 1.0, curve, 3.0 * curve, cpu=curve)
+    assert learn.guards(1.0)[slow] <= 1.0 and learn.finish_chance(slow, 1.0, 1.2) == 0.0
+    for _ in range(127):  # walks that refuse slow (128 with the one above): it is measured no more
+        learn.guards(1.0)
+    assert learn.finish_chance(slow, 1.0, 1.2) == 0.0  # not stale yet
+    learn.guards(1.0)
+    assert learn.finish_chance(slow, 1.0, 1.2) is None  # stale: the fit's law decides again
+    learn.check()
+    if after == "faster":
+        # The next call ran at the curve, faster than most of what the record held: learned anew.
+        learn.observe(slow, 1.0, curve, curve, cpu=curve)
+        assert learn.seen(1.0)[slow] == 1 and learn.finish_chance(slow, 1.0, 1.2) is None
+        for _ in range(7):
+            learn.observe(slow, 1.0, curve, curve, cpu=curve)
+        assert learn.finish_chance(slow, 1.0, 1.2) == 1.0  # its own calls again
+    else:
+        learn.observe(slow, 1.0, curve, 3.0 * curve, cpu=curve)  # still slow: the record keeps it
+        assert learn.seen(1.0)[slow] == 9 and learn.finish_chance(slow, 1.0, 1.2) == 0.0
+    learn.check()
+
+
 def test_a_forgotten_guard_stays_capped_when_nothing_else_is_learned(any_index):
     from polydom.index.serving.guards import ServingGuards
 
