@@ -14,6 +14,7 @@ from polydom.lattice import SANDWICH_MODES, Exploration, FeatureSpace
 from polydom.lattice import naive_expand_all as _naive_expand_all
 
 from .backends import BACKENDS, backend_spec
+from .errors import InputError, InputTypeError
 from .expansion import ModelRecorder
 from .steps import UsableSets, check_requires
 
@@ -215,9 +216,10 @@ def build(
         measured_range=measured_range, extrapolate=extrapolate, **backend_options,
     )
     requires = check_requires(requires, space.names)
-    if serving is not None and (not isinstance(serving, ServingParams) or len(serving.guard_ratios) != len(space)):
-        raise ValueError(f"serving must be a ServingParams with one guard ratio per item ({len(space)}), "
-                         f"got {serving!r:.120}")
+    if serving is not None and not isinstance(serving, ServingParams):
+        raise InputTypeError(f"serving must be a ServingParams, got {type(serving).__name__}")
+    if serving is not None and len(serving.guard_ratios) != len(space):
+        raise InputError(f"serving holds {len(serving.guard_ratios)} guard ratios for {len(space)} items")
     if requires:
         expand = UsableSets(expand, requires)
         offered["requires"] = requires  # PolyDom orders its prefix chains steps first

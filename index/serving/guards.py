@@ -75,7 +75,6 @@ from bisect import bisect_right
 from collections import deque
 from statistics import NormalDist
 
-
 from polydom.index.serving.anytime import DEFAULT_GUARD_QUANTILE
 
 __all__ = ["ServingGuards", "robust_guard", "upper_quantile"]

@@ -79,3 +79,18 @@ def test_a_cap_at_the_largest_call_is_a_valid_record():
     capped = ServingParams.from_tables([2.0, 1.0, 1.0], 1.0, learn_guards=True, guard_table={}, law_table={},
                                        start_cap=True)
     assert ServingParams.from_params(capped.to_params(), 3) == capped
+
+
+def test_the_build_refuses_a_serving_record_that_does_not_fit_its_items():
+    import polydom
+
+    costs = {"a": [1.0], "b": [2.0]}
+    accuracy = {frozenset(): 0.5, frozenset("a"): 0.6, frozenset("b"): 0.7, frozenset("ab"): 0.8}
+    record = ServingParams.from_tables([1.5, 1.2], 0.9, learn_guards=True, guard_table={}, law_table={},
+                                       start_cap=False)
+    index = polydom.build(costs, accuracy.__getitem__, serving=record)
+    assert index.serving_params == record and index.cost_guards() == (1.5, 1.2)
+    with pytest.raises(polydom.PolydomError, match="3 guard ratios for 2 items"):
+        polydom.build(costs, accuracy.__getitem__, serving=_record())
+    with pytest.raises(polydom.PolydomError, match="must be a ServingParams"):
+        polydom.build(costs, accuracy.__getitem__, serving=record.to_params())
