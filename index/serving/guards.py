@@ -242,7 +242,7 @@ class ServingGuards:
         if self.forget_after is not None:
             walks = self._walks[band] = self._walks.get(band, 0) + 1
             if walks % _PROBE_CHECK == 0:
-                self._probe_idle(band, walks, base)
+                self._probe_idle(band, base)
         learned = self._learned
         probing = self._probing
         pooled = learned.get((None, band))
@@ -322,18 +322,27 @@ class ServingGuards:
             self._record(key, measured / predicted, own, base)
             self._record((None, key[1]), measured / predicted, own, None)
 
-    def _probe_idle(self, band: int, walks: int, base) -> None:
+    def _probe_idle(self, band: int, base) -> None:
         """Probe the learned records of ``band`` whose feature no walk computed in the last
         ``forget_after`` walks there, and whose guard is above the index's ``base`` (the guards
         at the size being served; the pool: any)."""
         with self._lock:
-            self._probing.update(key for key, last in self._last.items()
-                                 if key[1] == band and key in self._learned and walks - last > self.forget_after
+            self._probing.update(key for key in self._last
+                                 if key[1] == band and key in self._learned and self._stale(key)
                                  and (key[0] is None or self._learned[key] > base[key[0]]))
 
     def _stale(self, key) -> bool:
         """Whether no walk in the band computed ``key``'s feature in the last ``forget_after``."""
         return self.forget_after is not None and self._walks.get(key[1], 0) - self._last.get(key, 0) > self.forget_after
+
+    def _forget(self, key) -> None:
+        """Drop ``key``'s record; a feature's guard stays at most what it had learned (at least 1)
+        until it learns again (the module docstring, *probing*)."""
+        learned = self._learned.get(key, 1.0)
+        for table in (self._ratios, self._learned, self._calls, self._sorted, self._own):
+            table.pop(key, None)
+        if key[0] is not None:
+            self._ceiling[key] = max(1.0, learned)
 
     def _record(self, key, ratio: float, own: float | None, base: float | None) -> None:
         """Add one call's wall ``ratio`` (and ``own``, its CPU ratio, where measured) to ``key``'s
@@ -344,20 +353,14 @@ class ServingGuards:
             # The first call after a stale spell, faster than most of the calls the record holds:
             # the machine changed, so the band learns the feature anew (module docstring, *stale chances*).
             if ratio < known[len(known) // 2]:
-                learned = self._learned.get(key, 1.0)
-                for table in (self._ratios, self._learned, self._calls, self._sorted, self._own):
-                    table.pop(key, None)
-                self._ceiling[key] = max(1.0, learned)
+                self._forget(key)
         if key in self._probing:
             self._probing.discard(key)
             learned = self._learned.get(key, math.inf)
             # Faster than it learned: start afresh -- unless the learned guard is not above the
             # index's here, where it is not what held the feature back and its calls are kept.
             if (ratio if own is None else own) < learned and (base is None or learned > base):
-                for table in (self._ratios, self._learned, self._calls, self._sorted, self._own):
-                    table.pop(key, None)
-                if key[0] is not None:
-                    self._ceiling[key] = learned
+                self._forget(key)
         self._last[key] = self._walks.get(key[1], 0)
         ratios = self._ratios.get(key)
         if ratios is None:

@@ -78,7 +78,7 @@ class ServingParams:
             Naming the field that breaks one.
         """
         n = len(self.guard_ratios)
-        if not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 1.0 for g in self.guard_ratios):
+        if not all(map(_fine_ratio, self.guard_ratios)):
             raise ValueError(f"guard_ratios must be finite ratios >= 1, got {self.guard_ratios!r}")
         if not 0.5 <= self.guard_quantile <= 1.0:
             raise ValueError(f"guard_quantile must lie in [0.5, 1], got {self.guard_quantile!r}")
@@ -86,7 +86,7 @@ class ServingParams:
             if len(rows) != len(sizes) or list(sizes) != sorted(sizes) or any(len(row) != n for row in rows):
                 raise ValueError(f"{what}_rows must hold one row of {n} items per size of {what}_sizes (ascending)")
         for row in self.guard_rows:
-            if not all(math.isfinite(g) and g >= 1.0 for g in row):
+            if not all(map(_fine_ratio, row)):
                 raise ValueError(f"guard_rows must hold finite ratios >= 1, got {row!r}")
         if self.laws and len(self.laws) != n:
             raise ValueError(f"laws must hold one law (or None) per item: {n}, got {len(self.laws)}")
@@ -209,11 +209,13 @@ def _fine_law(law) -> bool:
             and all(a <= b for a, b in zip(law, law[1:])))
 
 
+def _fine_ratio(g) -> bool:
+    return isinstance(g, (int, float)) and not isinstance(g, bool) and math.isfinite(g) and g >= 1.0
+
+
 def _ratios(values, count: int, where: str) -> tuple:
     """One finite number >= 1 per item, as floats, or a clear error naming ``where``."""
-    if (not isinstance(values, (list, tuple)) or len(values) != count
-            or not all(isinstance(g, (int, float)) and not isinstance(g, bool) and math.isfinite(g) and g >= 1.0
-                       for g in values)):
+    if not isinstance(values, (list, tuple)) or len(values) != count or not all(map(_fine_ratio, values)):
         raise ValueError(f"{where} must hold one number >= 1 per feature, got {values!r:.120}")
     return tuple(float(g) for g in values)
 

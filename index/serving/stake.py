@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
-from polydom.index.serving.walkprep import _NORMAL, _guard_z
+from polydom.index.serving.walkprep import _NORMAL
 
 __all__ = ["law_chance"]
 
@@ -35,14 +35,14 @@ class _Stake:
 
     __slots__ = ("index", "guards", "learned", "size", "z", "laws", "price")
 
-    def __init__(self, index, guards, learned, size: float, price: float = 0.0, laws=None, z=None):
+    def __init__(self, index, guards, learned, size: float, price: float, laws, z: float):
         self.index = index
         self.guards = guards
         self.learned = learned
         self.size = size
         self.laws = laws
         self.price = price
-        self.z = _guard_z(index) if z is None else z
+        self.z = z  # the guard quantile's normal quantile, prepared with the index (walkprep)
 
     def chance(self, feature: int, ratio: float) -> float:
         """The chance that ``feature`` takes at most ``ratio`` times its predicted cost: the share
