@@ -926,6 +926,9 @@ def main(argv=None) -> None:
     parser.add_argument("--cegb-spread", choices=("full", "even"), default="full",
                         help="a feature's cost on each of its columns (full) or divided over them (even)")
     parser.add_argument("--tradeoffs", default=",".join(f"{t:g}" for t in DEFAULT_TRADEOFFS))
+    parser.add_argument("--keep", default=None, metavar="DIR",
+                        help="save PolyDom's fitted classifier and the held-out features, times, sizes and labels "
+                             "here, to replay a cell later")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     defaults = (DEFAULT_SIDES, DEFAULT_BUDGETS, DEFAULT_FEATURES)
@@ -993,6 +996,15 @@ def settings(parser, args, defaults) -> tuple:
     except UnknownFeatureError as error:
         parser.error(f"--features: {error}")
     return tuple(sorted(set(sides))), tuple(sorted(set(float(b) for b in budgets))), tuple(features), realdata
+
+
+def keep(path, clf, held, sizes, y) -> None:
+    """Save the fitted classifier (``clf.save``) and the held-out matrix, wall and CPU times, sizes
+    and labels (``held-out.npz``) under ``path``, so that a cell can be served again later."""
+    os.makedirs(path, exist_ok=True)
+    clf.save(os.path.join(path, "classifier"))
+    cpu = held.cpu_seconds if held.cpu_seconds is not None else np.full_like(held.seconds, np.nan)
+    np.savez(os.path.join(path, "held-out.npz"), X=held.X, seconds=held.seconds, cpu_seconds=cpu, sizes=sizes, y=y)
 
 
 def run(args, cache, log, features, sides, budgets) -> dict:
@@ -1064,6 +1076,9 @@ def run(args, cache, log, features, sides, budgets) -> dict:
                             cache_dir=os.path.join(cache, "features"), progress=False)
     assert {n: sl for n, sl in held.columns.items() if n in costs.names} == layout
     log(f"held-out features in {time.perf_counter() - t0:.0f} s ({held.seconds.sum():.1f} s measured)")
+    if args.keep:
+        keep(args.keep, clf, held, test_sizes, y_test)
+        log(f"kept the fit and the held-out measurements in {args.keep}")
 
     results = {}
     with warnings.catch_warnings():
