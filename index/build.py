@@ -8,6 +8,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from polydom.index.costs.curve import CostCurve
 from polydom.index.serving.anytime import chain_order, chain_prefixes
 from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore
@@ -88,6 +90,23 @@ def _rescore_finalists(index, index_of, trained: dict, recorder):
 #: How many standard errors above its screening score a screened set may still lie.
 SCREEN_Z = 1.0
 
+#: The share of finished sets whose rise from screening to full training a screened set's bound
+#: allows for (``docs/decisions/screening.md``, *the rise*).
+RISE_QUANTILE = 0.9
+
+
+def rise_allowance(rises) -> float:
+    """The rise a screened set's bound allows for: the :data:`RISE_QUANTILE` quantile of the
+    finished sets' rises from screening to full training (numpy's linear method), at least 0;
+    0 before any set is finished.
+
+    Not the largest rise: that is the extreme of every finished set's noise, and it grows with
+    the number of sets finished, so the bound would loosen as the lattice grows."""
+    rises = np.asarray(list(rises), dtype=np.float64)
+    if rises.size == 0:
+        return 0.0
+    return max(float(np.quantile(rises, RISE_QUANTILE)), 0.0)
+
 
 def finish_candidates(index_of, screened: dict, recorder) -> dict:
     """Train fully the screened sets that could be served; the finished sets with their scores.
@@ -95,14 +114,16 @@ def finish_candidates(index_of, screened: dict, recorder) -> dict:
     Every explored set has a *screening* score (a cheap whole draw, models trained on half the
     items) and a standard error. A set is finished -- scored on the full folds and refitted --
     when it is a candidate of the index built from the finished sets' scores and, for every other
-    set, an upper bound: its screening score plus the largest gain a finished set showed from
-    screening to full training (the learning curve's rise from half the items to the folds'
-    share) plus :data:`SCREEN_Z` standard errors, at most 1. Those scores are compared as they
+    set, an upper bound: its screening score plus the rise from screening to full training (the
+    learning curve's rise from half the items to the folds' share) that nine in ten finished sets
+    stayed within (:func:`rise_allowance`) plus :data:`SCREEN_Z` standard errors, at most 1. Those scores are compared as they
     are (the ``"measured"`` ranking): a set whose bound only ties a cheaper finished set's score
     is not finished, whatever order the index's own ranking puts ties in. Finished sets can push others off
     the skyline and bounds can let others on; every round finishes sets not finished before, so
     the loop ends. A set never finished could not reach the skyline by its bound: it is dominated
     by a finished set at least as cheap at every size (DAUB's stopping rule on the skyline).
+    The bound is a high quantile, not a certainty: a set whose full score rose more than nine in
+    ten finished sets' did, and more than its standard error on top, can be left screened.
 
     Returns
     -------
@@ -112,7 +133,7 @@ def finish_candidates(index_of, screened: dict, recorder) -> dict:
     finished = {m: a for m, a in screened.items() if m in recorder.finished_masks}
     errors = dict(getattr(recorder, "std_errors", {}))
     while True:
-        gain = max([finished[m] - screened[m] for m in finished if m in screened] + [0.0])
+        gain = rise_allowance(finished[m] - screened[m] for m in finished if m in screened)
         bound = {m: min(1.0, a + gain + SCREEN_Z * errors.get(m, 0.0)) for m, a in screened.items() if m not in finished}
         index = index_of({**bound, **finished}, mode="measured")
         todo = sorted(m for m in index.candidates if m not in finished)
