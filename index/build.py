@@ -116,8 +116,8 @@ def finish_candidates(index_of, screened: dict, recorder) -> dict:
     when it is a candidate of the index built from the finished sets' scores and, for every other
     set, an upper bound: its screening score plus the rise from screening to full training (the
     learning curve's rise from half the items to the folds' share) that nine in ten finished sets
-    stayed within (:func:`rise_allowance`) plus :data:`SCREEN_Z` standard errors, at most 1. Those scores are compared as they
-    are (the ``"measured"`` ranking): a set whose bound only ties a cheaper finished set's score
+    stayed within (:func:`rise_allowance`) plus :data:`SCREEN_Z` standard errors, at most 1.
+    Those scores are compared as they are (the ``"measured"`` ranking): a set whose bound only ties a cheaper finished set's score
     is not finished, whatever order the index's own ranking puts ties in. Finished sets can push others off
     the skyline and bounds can let others on; every round finishes sets not finished before, so
     the loop ends. A set never finished could not reach the skyline by its bound: it is dominated
