@@ -42,29 +42,34 @@ def record_decisions(keep: str, budgets) -> np.ndarray:
     clf = polydom.CostSensitiveClassifier.load(os.path.join(keep, "classifier"))
     clf.planner_ = clf.server().planner  # as peers.py serves it: a server that learns
     rows, item = [], {}
-    replay, pays = evaluation._replayed_select, stake._Stake.pays
+    replay, pays, chance = evaluation._replayed_select, stake._Stake.pays, stake._Stake.chance
 
     def replayed(index, positions, seconds, *args, **kwargs):
         item["seconds"] = seconds
         return replay(index, positions, seconds, *args, **kwargs)
 
+    def asked(self, feature, ratio):
+        p = chance(self, feature, ratio)
+        item["asked"] = (ratio, p)
+        return p
+
     def recorded(self, feature, pending, cost, remaining, target, served):
+        # The rule asks for the chance only where something is at stake; what it asked is recorded.
+        item["asked"] = None
         started = pays(self, feature, pending, cost, remaining, target, served)
-        own, trained = cost[feature], self.index.trained
-        if own > 0.0 and trained.get(target, 0.0) > trained.get(served, 0.0):
-            room = remaining - sum(cost[i] for i in pending[1:])
-            chance = self.chance(feature, room / own * (1.0 + 1e-9))
-            rows.append((chance, float(item["seconds"][feature] <= room), float(started)))
+        if item["asked"] is not None:
+            ratio, p = item["asked"]
+            rows.append((p, float(item["seconds"][feature] <= ratio * cost[feature]), float(started)))
         return started
 
-    evaluation._replayed_select, stake._Stake.pays = replayed, recorded
+    evaluation._replayed_select, stake._Stake.pays, stake._Stake.chance = replayed, recorded, asked
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             evaluation.serve_grid(clf, held["X"], held["seconds"], held["sizes"], held["y"], list(budgets),
                                   cpu_seconds=cpu)
     finally:
-        evaluation._replayed_select, stake._Stake.pays = replay, pays
+        evaluation._replayed_select, stake._Stake.pays, stake._Stake.chance = replay, pays, chance
     return np.array(rows)
 
 
