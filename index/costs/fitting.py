@@ -428,10 +428,12 @@ def _raise_to_cover(coefficients: np.ndarray, sizes: np.ndarray, targets: np.nda
 
     The solver meets constraints only to a tolerance, and unscaling rounds;
     the shortfall is tiny, so a relative bump of a few ulps suffices. Scaling by a
-    factor above 1 keeps the curve non-negative and non-decreasing wherever it was.
+    factor above 1 keeps the curve non-negative and non-decreasing wherever it was. The bump
+    doubles with each round: where a negative constant cancels most of a larger term, the
+    rounding of the scaled terms can exceed a few ulps of their sum.
     """
     coefficients = coefficients.copy()
-    for _ in range(_MAX_NUDGES):
+    for attempt in range(_MAX_NUDGES):
         values = np.minimum(evaluate_cost_curve(coefficients, sizes), _power_sum(coefficients, sizes))
         short = values < targets
         if not short.any():
@@ -442,5 +444,5 @@ def _raise_to_cover(coefficients: np.ndarray, sizes: np.ndarray, targets: np.nda
             coefficients[0] += (targets[dead] - values[dead]).max()
             continue
         ratio = (targets[short] / values[short]).max()
-        coefficients *= ratio * (1.0 + 4.0 * np.finfo(np.float64).eps)
+        coefficients *= ratio * (1.0 + 4.0 * np.finfo(np.float64).eps * 2.0 ** attempt)
     raise RuntimeError("could not raise the cost curve above the targets")  # pragma: no cover

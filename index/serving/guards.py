@@ -61,6 +61,14 @@ call of the feature runs faster than the median of the calls its record holds, t
 changed: the band forgets the record and learns it anew, as after a probe. Otherwise the record
 keeps the call and its chance decides until it is stale again.
 
+*Few calls.* A band learns a chance from as few as ``min_calls`` calls, and machines run slow
+in stretches: twenty calls in a row can all overrun a budget that a third of the calls meet. A
+chance that refuses a feature stops learning from it, so an unlucky first stretch would decide
+the band until its record went stale. Where the walk gives the chance its fit's cost law
+predicts, :meth:`ServingGuards.finish_chance` weighs that prior as ``min_calls`` calls: a first
+record moves the chance halfway, a full window (256 calls) about 93% of the way
+(why: ``docs/decisions/start-rule.md``, *a prior for few calls*).
+
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= :data:`MIN_GUARD` and was computed
 from at least ``min_calls`` and at most ``window`` recorded ratios of its feature and band, or
 from at least ``pool_min_calls`` of its band; only learned records are probed; a forgotten
@@ -268,11 +276,14 @@ class ServingGuards:
         ceiling = self._ceiling.get(key)
         return guard if ceiling is None else min(guard, ceiling)
 
-    def finish_chance(self, feature: int, size: float, ratio: float) -> float | None:
+    def finish_chance(self, feature: int, size: float, ratio: float, prior: float | None = None) -> float | None:
         """The share of recent calls of ``feature`` in ``size``'s band that took at most ``ratio``
         times their predicted cost -- every call, preempted ones included; the band's pooled calls
         where the feature has too few of its own; None where neither is learned, or the record is
         probed or was forgotten (the guard then decides alone).
+
+        ``prior``: the chance the fit's cost law gives; the share is then read as a posterior
+        with that prior weighed as ``min_calls`` calls (the module docstring, *few calls*).
 
         ``O(log window)``; reads a sorted copy replaced whole, without the lock."""
         band = self.band(size)
@@ -286,7 +297,10 @@ class ServingGuards:
             ratios = self._sorted.get((None, band))
             if ratios is None:
                 return None
-        return bisect_right(ratios, ratio) / len(ratios)
+        fitted = bisect_right(ratios, ratio)
+        if prior is None:
+            return fitted / len(ratios)
+        return (fitted + self.min_calls * prior) / (len(ratios) + self.min_calls)
 
     def wants_sample(self, feature: int, size: float) -> bool:
         """Whether a walk may start ``feature`` at ``size`` past the fit's guard to learn its cost

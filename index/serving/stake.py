@@ -4,8 +4,8 @@ A late answer counts as wrong. Starting the next feature of the walk's target pa
 chance ``p`` that it (and the rest of the target) finishes in the time left, times the target's
 accuracy, beats what the walk serves if it stops now; a late-share budget charges a price for
 the chance of lateness on top (:mod:`polydom.index.serving.lateness`). ``p`` comes from the serving
-guards' own record where serving learned one, else the fit's measured cost law
-(:func:`law_chance`), else a log-normal law through the guard. Why this rule:
+guards' own record where serving learned one, with the fit's chance as its prior, else the fit's
+measured cost law (:func:`law_chance`), else a log-normal law through the guard. Why this rule:
 ``docs/decisions/start-rule.md``.
 """
 
@@ -29,8 +29,9 @@ class _Stake:
     ``p * a(target) > a(served)``, ``p`` the chance that the feature finishes within the time
     left once the target's other uncomputed features are reserved at their predicted costs.
     ``p`` is the share of the feature's recent calls that would have fit (the serving guards' own
-    record, preempted calls included) where serving has learned one; else the fit's guard read
-    as the guard quantile of a log-normal law of measured / predicted time with median 1.
+    record, preempted calls included) where serving has learned one, the fit's chance counted as
+    ``min_calls`` more calls; else the fit's measured law, else the fit's guard read as the guard
+    quantile of a log-normal law of measured / predicted time with median 1.
     """
 
     __slots__ = ("index", "guards", "learned", "size", "z", "laws", "price")
@@ -46,12 +47,18 @@ class _Stake:
 
     def chance(self, feature: int, ratio: float) -> float:
         """The chance that ``feature`` takes at most ``ratio`` times its predicted cost: the share
-        of this process's recent calls that would have fit where serving learned one, else the
-        fit's measured law (:func:`law_chance`), else a log-normal through the guard."""
+        of this process's recent calls that would have fit where serving learned one, with the
+        fit's chance (:meth:`fit_chance`) as its prior; else the fit's chance alone."""
+        fit = self.fit_chance(feature, ratio)
         if self.learned is not None:
-            p = self.learned.finish_chance(feature, self.size, ratio)
+            p = self.learned.finish_chance(feature, self.size, ratio, prior=fit)
             if p is not None:
                 return p
+        return fit
+
+    def fit_chance(self, feature: int, ratio: float) -> float:
+        """The chance the fit predicts: its measured cost law (:func:`law_chance`), else a
+        log-normal law through the walk's guard."""
         if not ratio > 0.0:
             return 0.0
         law = self.laws[feature] if self.laws is not None else None

@@ -181,6 +181,33 @@ def test_with_the_cpu_clock_even_frequent_preemption_leaves_the_guard_to_the_fea
     assert index.select(1.0, 1.4, clock.compute, clock, serving_guards=with_cpu).features == frozenset({"a"})
 
 
+def test_a_first_slow_stretch_does_not_decide_the_band_the_fits_chance_weighs_as_min_calls_calls():
+    # The band's first 20 calls of a were all preempted (1.3 s on the wall clock, 1.0 s of CPU):
+    # none would have finished in 1.25 s. The guard (from the CPU) lets a start; the share of its
+    # calls alone (0) would refuse it. The fit says a finishes in 1.25 s with a chance of about
+    # 0.998 (guard 1.2 at the 0.99 quantile); weighed as 20 calls it halves the record's 0 to about
+    # 0.5, and 0.5 * 0.85 beats the majority's 0.10: a starts, and the band keeps learning.
+    index = one_feature(majority=0.10, accuracy=0.85, guard=1.2)
+    learn = ServingGuards(index, window=256, min_calls=20, pool_min_calls=20, refresh=4)
+    for _ in range(20):
+        learn.observe(0, 1.0, 1.0, 1.3, cpu=1.0)
+    learn.check()
+    assert learn.guards(1.0)[0] <= 1.25 and learn.finish_chance(0, 1.0, 1.25) == 0.0
+    assert learn.finish_chance(0, 1.0, 1.25, prior=0.998) == pytest.approx(20 * 0.998 / 40)
+    clock = CpuJitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
+    choice = index.select(1.0, 1.25, clock.compute, clock, serving_guards=learn, cpu_clock=lambda: clock.cpu)
+    assert choice.features == frozenset({"a"}) and clock.computed == ["a"]
+    assert learn.seen(1.0)[0] == 21  # it learned from the start
+    # A band that stays slow: a full window of such calls outweighs the fit (20 * 0.998 / 276,
+    # about 0.07, and 0.07 * 0.85 < 0.10), and a is refused.
+    for _ in range(260):  # a window (256) and a refresh's worth past the fast call
+        learn.observe(0, 1.0, 1.0, 1.3, cpu=1.0)
+    assert learn.finish_chance(0, 1.0, 1.25, prior=0.998) == pytest.approx(20 * 0.998 / 276)
+    clock = CpuJitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
+    assert index.select(1.0, 1.25, clock.compute, clock, serving_guards=learn).features == frozenset()
+    assert clock.computed == []
+
+
 @settings(deadline=None, max_examples=300)
 @given(st.lists(st.floats(1e-6, 50.0, allow_nan=False) | st.just(0.0), min_size=1, max_size=300),
        st.sampled_from([0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.999, 1.0]) | st.floats(0.5, 1.0))
