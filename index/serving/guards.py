@@ -65,8 +65,8 @@ keeps the call and its chance decides until it is stale again.
 in stretches: twenty calls in a row can all overrun a budget that a third of the calls meet. A
 chance that refuses a feature stops learning from it, so an unlucky first stretch would decide
 the band until its record went stale. Where the walk gives the chance its fit's cost law
-predicts, :meth:`ServingGuards.finish_chance` weighs that prior as ``min_calls`` calls: a first
-record moves the chance halfway, a full window (256 calls) about 93% of the way
+predicts, :meth:`ServingGuards.finish_chance` weighs that prior as ``prior_calls`` calls
+(``min_calls`` by default): a first record moves the chance halfway, a full window (256 calls) about 93% of the way
 (why: ``docs/decisions/start-rule.md``, *a prior for few calls*).
 
 Invariant (checked by :meth:`ServingGuards.check`): every learned guard is >= :data:`MIN_GUARD` and was computed
@@ -194,6 +194,9 @@ class ServingGuards:
         Walks in a band (calls of :meth:`guards`) without a call of a feature, after which the
         band probes that feature's learned guard (the module docstring, *probing*) and its chance
         to finish is stale (*stale chances*); None never probes.
+    prior_calls : int or None, default None
+        How many calls the fit's chance weighs as where :meth:`finish_chance` is given it (the
+        module docstring, *few calls*); None: ``min_calls``; 0: the calls' share alone.
 
     Notes
     -----
@@ -203,7 +206,8 @@ class ServingGuards:
     """
 
     def __init__(self, index, *, quantile: float = DEFAULT_GUARD_QUANTILE, window: int = 256, min_calls: int = 20,
-                 pool_min_calls: int = 20, refresh: int = 16, forget_after: int | None = 256):
+                 pool_min_calls: int = 20, refresh: int = 16, forget_after: int | None = 256,
+                 prior_calls: int | None = None):
         if not 0.5 <= quantile <= 1.0:
             raise ValueError(f"quantile must lie in [0.5, 1], got {quantile!r}")
         if not 1 <= min_calls <= window or not 1 <= pool_min_calls <= window:
@@ -211,7 +215,10 @@ class ServingGuards:
                              f"pool_min_calls={pool_min_calls!r}, window={window!r}")
         if forget_after is not None and not (float(forget_after).is_integer() and forget_after >= 1):
             raise ValueError(f"forget_after must be a positive whole number of walks or None, got {forget_after!r}")
+        if prior_calls is not None and not (float(prior_calls).is_integer() and prior_calls >= 0):
+            raise ValueError(f"prior_calls must be a whole number of calls >= 0 or None, got {prior_calls!r}")
         self.index = index
+        self.prior_calls = int(min_calls if prior_calls is None else prior_calls)
         self.quantile = float(quantile)
         self.window = int(window)
         self.min_calls = int(min_calls)
@@ -283,7 +290,7 @@ class ServingGuards:
         probed or was forgotten (the guard then decides alone).
 
         ``prior``: the chance the fit's cost law gives; the share is then read as a posterior
-        with that prior weighed as ``min_calls`` calls (the module docstring, *few calls*).
+        with that prior weighed as ``prior_calls`` calls (the module docstring, *few calls*).
 
         ``O(log window)``; reads a sorted copy replaced whole, without the lock."""
         band = self.band(size)
@@ -300,7 +307,8 @@ class ServingGuards:
         fitted = bisect_right(ratios, ratio)
         if prior is None:
             return fitted / len(ratios)
-        return (fitted + self.min_calls * prior) / (len(ratios) + self.min_calls)
+        weight = self.prior_calls
+        return (fitted + weight * prior) / (len(ratios) + weight)
 
     def wants_sample(self, feature: int, size: float) -> bool:
         """Whether a walk may start ``feature`` at ``size`` past the fit's guard to learn its cost
@@ -401,7 +409,8 @@ class ServingGuards:
         """An independent copy of what was learned so far: two walks served from two snapshots
         start from the same guards and learn apart."""
         copy = ServingGuards(self.index, quantile=self.quantile, window=self.window, min_calls=self.min_calls,
-                             pool_min_calls=self.pool_min_calls, refresh=self.refresh, forget_after=self.forget_after)
+                             pool_min_calls=self.pool_min_calls, refresh=self.refresh, forget_after=self.forget_after,
+                             prior_calls=self.prior_calls)
         with self._lock:
             copy._ratios = {key: deque(ratios, maxlen=self.window) for key, ratios in self._ratios.items()}
             copy._learned, copy._calls = dict(self._learned), dict(self._calls)

@@ -30,7 +30,7 @@ class _Stake:
     left once the target's other uncomputed features are reserved at their predicted costs.
     ``p`` is the share of the feature's recent calls that would have fit (the serving guards' own
     record, preempted calls included) where serving has learned one, the fit's chance counted as
-    ``min_calls`` more calls; else the fit's measured law, else the fit's guard read as the guard
+    the guards' ``prior_calls`` more calls; else the fit's measured law, else the fit's guard read as the guard
     quantile of a log-normal law of measured / predicted time with median 1.
     """
 
