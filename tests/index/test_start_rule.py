@@ -194,6 +194,13 @@ def test_a_first_slow_stretch_does_not_decide_the_band_the_fits_chance_weighs_as
     learn.check()
     assert learn.guards(1.0)[0] <= 1.25 and learn.finish_chance(0, 1.0, 1.25) == 0.0
     assert learn.finish_chance(0, 1.0, 1.25, prior=0.998) == pytest.approx(20 * 0.998 / 40)
+    alone = ServingGuards(index, window=256, min_calls=20, pool_min_calls=20, refresh=4, prior_calls=0)
+    for _ in range(20):
+        alone.observe(0, 1.0, 1.0, 1.3, cpu=1.0)
+    assert alone.finish_chance(0, 1.0, 1.25, prior=0.998) == 0.0  # prior_calls=0: the calls alone
+    assert alone.snapshot().prior_calls == 0
+    with pytest.raises(ValueError, match="prior_calls"):
+        ServingGuards(index, prior_calls=-1)
     clock = CpuJitterClock({"a": 1.0, "b": 50.0}, lambda: False, 0.0)
     choice = index.select(1.0, 1.25, clock.compute, clock, serving_guards=learn, cpu_clock=lambda: clock.cpu)
     assert choice.features == frozenset({"a"}) and clock.computed == ["a"]
