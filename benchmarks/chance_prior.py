@@ -83,9 +83,11 @@ def main(argv=None) -> None:
              f"`python -P benchmarks/chance_prior.py --keep KEEP ... --weights {' '.join(map(str, args.weights))}`: "
              f"budgets {', '.join(f'{b * 1e3:g}' for b in BUDGETS)} ms, one learning server per fit and weight, "
              "on the held-out items' measured times; a late answer counts as wrong.", ""]
+    print("\n".join(lines), flush=True)
     for keep in args.keep:
-        lines += compare(keep, args.weights)
-        print("\n".join(lines), flush=True)
+        section = compare(keep, args.weights)
+        print("\n".join(section), flush=True)
+        lines += section
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
         print(f"report written to {args.out}", file=sys.stderr)
