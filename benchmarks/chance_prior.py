@@ -23,27 +23,27 @@ from pathlib import Path
 
 import numpy as np
 
-import polydom
 from polydom.demo.evaluation import serve_grid
 from polydom.index.serving.guards import ServingGuards
 
-BUDGETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
+from peers import load_kept  # noqa: E402
+from realdata import BUDGETS_MS  # noqa: E402
+
+BUDGETS = tuple(ms / 1e3 for ms in BUDGETS_MS)
 
 
 def replay(keep: str, prior_calls: int) -> dict:
     """Per (side, budget) cell of the kept fit: the per-item (on time and correct, late) arrays
     of a learning server whose fit's chance weighs ``prior_calls`` calls."""
-    held = np.load(os.path.join(keep, "held-out.npz"))
-    cpu = held["cpu_seconds"]
-    cpu = None if np.isnan(cpu).all() else cpu
-    clf = polydom.CostSensitiveClassifier.load(os.path.join(keep, "classifier"))
-    planner = clf.planner_ = clf.server().planner  # as peers.py serves it: a server that learns
-    learned = planner.serving_guards
-    planner.serving_guards = ServingGuards(planner.index, quantile=learned.quantile, prior_calls=prior_calls)
+    clf, held = load_kept(keep)
+    planner = clf.planner_
+    planner.serving_guards = ServingGuards(planner.index, quantile=planner.serving_guards.quantile,
+                                           prior_calls=prior_calls)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         grid = serve_grid(clf, held["X"], held["seconds"], held["sizes"], held["y"], list(BUDGETS),
-                          cpu_seconds=cpu)
+                          cpu_seconds=held["cpu_seconds"])
     sizes = held["sizes"]
     late = grid.measured > np.asarray(BUDGETS)[:, None] * (1.0 + 1e-9)
     on_time = grid.correct & ~late

@@ -1007,6 +1007,20 @@ def keep(path, clf, held, sizes, y) -> None:
     np.savez(os.path.join(path, "held-out.npz"), X=held.X, seconds=held.seconds, cpu_seconds=cpu, sizes=sizes, y=y)
 
 
+def load_kept(path):
+    """What :func:`keep` saved under ``path``: the classifier served as this benchmark serves it
+    (``clf.server()``'s learning planner) and the held-out arrays (``cpu_seconds`` None where the
+    run measured none)."""
+    import polydom
+
+    held = dict(np.load(os.path.join(path, "held-out.npz")))
+    if np.isnan(held["cpu_seconds"]).all():
+        held["cpu_seconds"] = None
+    clf = polydom.CostSensitiveClassifier.load(os.path.join(path, "classifier"))
+    clf.planner_ = clf.server().planner
+    return clf, held
+
+
 def run(args, cache, log, features, sides, budgets) -> dict:
     from polydom.classifier.blackbox import default_learners
     from polydom.demo.evaluation import serve_grid

@@ -25,22 +25,21 @@ from pathlib import Path
 
 import numpy as np
 
-import polydom
 import polydom.demo.evaluation as evaluation
 from polydom.index.serving import stake
 
-BUDGETS = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helpers, under python -P too
+from peers import load_kept  # noqa: E402
+from realdata import BUDGETS_MS  # noqa: E402
+
+BUDGETS = tuple(ms / 1e3 for ms in BUDGETS_MS)
 BANDS = (0.0, 0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.999, 1.0 + 1e-9)
 
 
 def record_decisions(keep: str, budgets) -> np.ndarray:
     """Replay the kept fit at every budget; rows ``(chance, would finish, started)`` of every
     start decision with something at stake."""
-    held = np.load(os.path.join(keep, "held-out.npz"))
-    cpu = held["cpu_seconds"]
-    cpu = None if np.isnan(cpu).all() else cpu
-    clf = polydom.CostSensitiveClassifier.load(os.path.join(keep, "classifier"))
-    clf.planner_ = clf.server().planner  # as peers.py serves it: a server that learns
+    clf, held = load_kept(keep)  # served as peers.py serves it: a server that learns
     rows, item = [], {}
     replay, pays, chance = evaluation._replayed_select, stake._Stake.pays, stake._Stake.chance
 
@@ -67,7 +66,7 @@ def record_decisions(keep: str, budgets) -> np.ndarray:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             evaluation.serve_grid(clf, held["X"], held["seconds"], held["sizes"], held["y"], list(budgets),
-                                  cpu_seconds=cpu)
+                                  cpu_seconds=held["cpu_seconds"])
     finally:
         evaluation._replayed_select, stake._Stake.pays, stake._Stake.chance = replay, pays, chance
     return np.array(rows)
