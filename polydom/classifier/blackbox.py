@@ -36,6 +36,7 @@ import numpy as np
 
 from polydom.index.values import Expansion
 
+from .fastlda import fold_predictions, is_default_lda
 from .learners import as_learners, default_estimator, default_learners, make_splits, standard_error
 from .warntally import CountingExpand, LearnerWarning, WarningTally
 from .errors import ScoringError  # noqa: F401 - defined with the package's errors
@@ -136,6 +137,8 @@ class FeatureSetLearner:
         self.splits = list(splits)
         self.scoring = scoring
         self._scorer = check_scoring(self.learners[0][1], scoring=scoring)
+        # Fold scores of the default LDA come from fastlda where the score is plain accuracy.
+        self._fast_accuracy = self.FAST_LDA and scoring in (None, "accuracy") and self.y.ndim == 1
         self.n_jobs = n_jobs
         self.cache: dict[frozenset, Expansion] = {}
         self.chosen: dict[frozenset, str] = {}
@@ -348,6 +351,10 @@ class FeatureSetLearner:
 
     # ------------------------------------------------------------------ training
 
+    #: Whether fold scores of the default LDA learner are computed by
+    #: :func:`polydom.classifier.fastlda.fold_predictions` (same predictions, about ten times
+    #: faster); off, every fold fits scikit-learn's pipeline.
+    FAST_LDA = True
     #: Sets decided with the full field before a learner that keeps losing may retire.
     RETIRE_AFTER = 12
     #: The share of those sets a learner must win to stay in the race.
@@ -390,6 +397,11 @@ class FeatureSetLearner:
         None), with the keys of the warnings the fit raised (:class:`WarningTally`)."""
         from sklearn.base import clone
 
+        if test is not None and self._fast_accuracy and is_default_lda(model):
+            # The same predictions as the pipeline's, without its per-fit overhead (fastlda).
+            predicted = fold_predictions(Xs[train], self.y[train], Xs[test])
+            if predicted is not None:
+                return float(np.mean(predicted == self.y[test])), []
         caught: list = []
         with WarningTally().catching(caught):
             model = clone(model)
