@@ -65,7 +65,7 @@ def test_cases_it_does_not_cover_are_left_to_scikit_learn():
 
 
 @pytest.mark.parametrize("screen", [False, True])
-def test_a_learners_fold_scores_are_the_same_with_and_without_the_fast_path(monkeypatch, screen):
+def test_a_learners_fold_scores_are_the_same_with_and_without_the_fast_paths(monkeypatch, screen):
     X, y = load_digits(return_X_y=True)
     X, y = X[:300] / 16.0, y[:300]
     columns = {"top": slice(0, 24), "middle": slice(24, 40), "bottom": slice(40, 64)}
@@ -74,7 +74,7 @@ def test_a_learners_fold_scores_are_the_same_with_and_without_the_fast_path(monk
     screen_splits = make_splits(2, y, random_state=1) if screen else None
 
     def scores():
-        learner = FeatureSetLearner(X, y, columns, [("lda", LDA)], splits, screen_splits=screen_splits)
+        learner = FeatureSetLearner(X, y, columns, default_learners(), splits, screen_splits=screen_splits)
         results = learner.many(sets)
         if screen:
             results = learner.finish(sets)
