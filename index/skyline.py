@@ -413,6 +413,15 @@ class PolyDomIndex(CostSensitiveIndex):
         :meth:`tolerance_between` of ``j``'s: the cheapest set that ties with the best one
         affordable. Skylines are cost-ascending, so the first such position is the cheapest."""
         acc = self.candidate_accuracy
+        fixed = self.params.get("tolerance")
+        if fixed is not None:
+            # One tolerance for every pair: the first position whose accuracy reaches acc[j] - tolerance
+            # is where the running maximum first does, found by bisection (a pair-by-pair scan is
+            # quadratic in the skyline's length, and a build ranks thousands of sets many times).
+            values = np.asarray([acc[c] for c in sky], dtype=np.float64)
+            if len(values) == 0:
+                return []
+            return np.searchsorted(np.maximum.accumulate(values), values - float(fixed), side="left").tolist()
         out = []
         for j, cj in enumerate(sky):
             out.append(next(i for i, ci in enumerate(sky[: j + 1]) if acc[ci] >= acc[cj] - self.tolerance_between(ci, cj)))

@@ -83,3 +83,19 @@ def test_standard_errors_decide_the_ties_and_survive_storage(tmp_path):
 def test_a_negative_std_error_is_refused_naming_the_set():
     with pytest.raises(ValueError, match=r"std_error -0.1.*>= 0"):
         polydom.build({"a": [1.0]}, lambda s: polydom.Expansion(0.5, None, std_error=-0.1))
+
+
+@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.sampled_from([0.0, 0.01, 0.05, 0.2]))
+def test_served_positions_with_one_tolerance_are_the_first_tying_positions(seed, tol):
+    """The bisection over the running maximum gives what the pair-by-pair scan defines: for each
+    skyline position, the first position whose accuracy is within the tolerance of its own."""
+    costs, acc, se = _instance(seed)
+    index = polydom.build(costs, lambda s: acc[frozenset(s)], tolerance=tol)
+    rng = random.Random(seed)
+    acc_of = index.candidate_accuracy
+    skies = list(index.skylines) + [rng.sample(range(len(index.candidates)), rng.randint(0, len(index.candidates)))
+                                    for _ in range(5)]
+    for sky in skies:
+        scan = [next(i for i, ci in enumerate(sky[: j + 1]) if acc_of[ci] >= acc_of[cj] - tol) for j, cj in enumerate(sky)]
+        assert index.served_positions(list(sky)) == scan
