@@ -32,7 +32,8 @@ DEFAULT_TIE_STEP = 1e-6
 #: The largest weight of one set over the median set's in the weighted fit (a floor on standard errors).
 MAX_WEIGHT_RATIO = 100.0
 
-#: Above this many matrix entries (covering pairs x sets) the projection uses a sparse solver.
+#: Above this many matrix entries (covering pairs x sets) the projection is solved under the violated
+#: pairs alone (and, past the limit there too, by a sparse iterative solver).
 DENSE_LIMIT = 4_000_000
 
 #: Rows of the subset comparison :func:`cover_pairs` makes at once.
@@ -81,8 +82,9 @@ def monotone_scores(
         Standard errors of those scores; a set weighs ``1 / se**2`` (a set rescored on more folds
         moves less). Standard errors below the median one over ``sqrt(MAX_WEIGHT_RATIO)`` are
         raised to it, so that no set outweighs the median one more than :data:`MAX_WEIGHT_RATIO`
-        times; missing or zero ones take that floor. With none at all, or above
-        :data:`DENSE_LIMIT`, every set weighs the same.
+        times; missing or zero ones take that floor. With none at all every set weighs the same,
+        and so it does, with a ``RuntimeWarning``, in the rare lattice whose violations gather in
+        one group too large for the exact solvers (see :func:`_project`).
     tie_step : float, default :data:`DEFAULT_TIE_STEP`
         Added per feature to sets the fit pools together, so the larger ranks first.
 
@@ -131,7 +133,9 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
     Through its dual: with ``g = W^(1/2) f`` the constraints read ``A g >= 0`` and
     ``g = W^(1/2) y + A^T lam`` for ``lam >= 0`` minimising ``|A^T lam + W^(1/2) y|``. Small problems
     solve that exactly (active-set NNLS). Large ones (more than :data:`DENSE_LIMIT` entries in
-    ``A``), or one whose active set does not settle, solve iteratively on a sparse ``A`` with
+    ``A``) solve it exactly under the violated pairs alone, grown until nothing else is violated
+    (:func:`_project_violated`). Where that outgrows the limit too, or an active set does not
+    settle, the problem is solved iteratively on a sparse ``A`` with
     every set weighing the same -- weights make that problem too ill-conditioned for the
     iterative solver -- with a ``RuntimeWarning`` when weights were given or the solver did not
     converge; the caller's repair pass settles the last digits.
@@ -146,6 +150,10 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
             return (root_w * y + a.T @ lam) / root_w
         except RuntimeError:  # the active set did not settle within maxiter: solve iteratively
             pass
+    else:
+        fit = _project_violated(y, root_w, lower, upper)
+        if fit is not None:
+            return fit
     if np.ptp(root_w) > 0:
         warnings.warn(
             f"monotone_scores: {len(y)} sets with {len(lower)} covering pairs are fitted by the iterative solver, "
@@ -158,6 +166,50 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
         warnings.warn(f"monotone_scores: the iterative solver did not converge ({result.message}); the scores are "
                       "made monotone by raising the lower ones", RuntimeWarning, stacklevel=3)
     return y + a.T @ result.x
+
+
+def _project_violated(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray | None:
+    """:func:`_project` by constraint generation: the exact weighted projection under only the
+    pairs violated so far, grown until the fit violates no other pair; None when one working
+    problem outgrows :data:`DENSE_LIMIT` or its active set does not settle.
+
+    Exact: the fit minimises the weighted distance to ``y`` over a superset of the feasible
+    fits (fewer constraints) and is itself feasible, so it is the projection. Sets outside
+    every working pair keep their measured score, and the working pairs fall apart into
+    connected groups of sets, each projected on its own (the problem is separable across them).
+    A lattice's violations gather in many small groups, so each problem stays far smaller than
+    the whole.
+    """
+    from scipy.optimize import nnls
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(y)
+    fit = y.copy()
+    working = np.zeros(len(lower), dtype=bool)
+    while True:
+        # A violation within rounding is left to the caller's repair pass.
+        fresh = (fit[upper] < fit[lower] - 1e-12) & ~working
+        if not fresh.any():
+            return fit
+        working |= fresh
+        pairs = np.flatnonzero(working)
+        graph = coo_matrix((np.ones(len(pairs)), (lower[pairs], upper[pairs])), shape=(n, n))
+        _, group = connected_components(graph, directed=False)
+        fit = y.copy()
+        by_group = np.argsort(group[lower[pairs]], kind="stable")
+        bounds = np.flatnonzero(np.diff(group[lower[pairs]][by_group])) + 1
+        for members in np.split(pairs[by_group], bounds):
+            nodes = np.unique(np.concatenate([lower[members], upper[members]]))
+            if len(members) * len(nodes) > DENSE_LIMIT:
+                return None
+            w, target = root_w[nodes], y[nodes]
+            a = _constraints(w, np.searchsorted(nodes, lower[members]), np.searchsorted(nodes, upper[members]), len(nodes))
+            try:
+                lam, _ = nnls(a.T.toarray(), -w * target, maxiter=max(100, 20 * len(members)))
+            except RuntimeError:
+                return None
+            fit[nodes] = (w * target + a.T @ lam) / w
 
 
 def _constraints(root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):

@@ -100,6 +100,36 @@ def test_the_sparse_solver_for_large_lattices_agrees_and_says_it_drops_the_weigh
     assert max(abs(exact[m] - unweighted[m]) for m in acc) < 1e-6
 
 
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.integers(5, 9), st.sampled_from([1.0, 0.5]))
+def test_the_violated_pairs_alone_give_the_exact_weighted_projection(seed, n, keep):
+    """Constraint generation (large lattices) finds the point the dense solver finds on the whole."""
+    acc, se = _noisy(seed, n, keep)
+    masks = np.array(list(acc), dtype=np.int64)
+    y = np.array([acc[int(m)] for m in masks])
+    root_w = 1.0 / np.array([se[int(m)] for m in masks])
+    lower, upper = monotone.cover_pairs(masks)
+    whole = monotone._project(y, root_w, lower, upper)  # small enough for the dense solver
+    violated = monotone._project_violated(y, root_w, lower, upper)
+    assert violated is not None
+    assert np.max(np.abs(whole - violated)) < 1e-9
+    assert np.all(violated[upper] >= violated[lower] - 1e-9)
+
+
+def test_large_lattices_keep_their_weights_through_the_violated_pairs(monkeypatch):
+    acc, se = _noisy(5, 9, keep=0.8)
+    exact = monotone_scores(acc, se)
+    monkeypatch.setattr(monotone, "DENSE_LIMIT", 200_000)  # the whole problem is above it, its violations not
+    masks = np.array(list(acc), dtype=np.int64)
+    assert len(monotone.cover_pairs(masks)[0]) * len(masks) > monotone.DENSE_LIMIT
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to the unweighted iterative solver
+        large = monotone_scores(acc, se)
+    assert max(abs(exact[m] - large[m]) for m in acc) < 1e-9
+
+
 def test_degenerate_inputs():
     assert monotone_scores({}) == {}
     assert monotone_scores({5: 0.7}) == {5: pytest.approx(0.7, abs=1e-15)}  # nothing to pool it with
