@@ -415,12 +415,9 @@ class PolyDomIndex(CostSensitiveIndex):
         acc = self.candidate_accuracy
         fixed = self.params.get("tolerance")
         if fixed is not None:
-            # One tolerance for every pair: the first position whose accuracy reaches acc[j] - tolerance
-            # is where the running maximum first does, found by bisection (a pair-by-pair scan is
-            # quadratic in the skyline's length, and a build ranks thousands of sets many times).
+            # One tolerance for every pair: the first position reaching acc[j] - tolerance is where the
+            # running maximum first does, found by bisection (a pair-by-pair scan is quadratic).
             values = np.asarray([acc[c] for c in sky], dtype=np.float64)
-            if len(values) == 0:
-                return []
             return np.searchsorted(np.maximum.accumulate(values), values - float(fixed), side="left").tolist()
         out = []
         for j, cj in enumerate(sky):

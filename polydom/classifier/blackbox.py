@@ -352,8 +352,8 @@ class FeatureSetLearner:
     # ------------------------------------------------------------------ training
 
     #: Whether, when the score is plain accuracy, fold scores of the default LDA learner come from
-    #: :func:`polydom.classifier.fastlda.fold_predictions` (the same predictions, about ten times
-    #: faster) and every learner's accuracy is counted from its predictions, without the scorer's
+    #: :func:`polydom.classifier.fastlda.fold_predictions` (the same predictions, without scikit-learn's
+    #: per-fit overhead) and every learner's accuracy is counted from its predictions, without the scorer's
     #: checks of the targets (the same value); off, every fold fits and scores through scikit-learn.
     FAST_LDA = True
     #: Sets decided with the full field before a learner that keeps losing may retire.

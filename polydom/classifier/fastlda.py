@@ -1,11 +1,11 @@
 """Fold scores of the default LDA learner without scikit-learn's per-fit overhead.
 
-A build scores thousands of feature sets on every fold, and most of them are won by the
-default ``"lda"`` learner (:func:`polydom.classifier.learners.default_learners`): standard
-scaling, then :class:`~sklearn.discriminant_analysis.LinearDiscriminantAnalysis` with
-``solver="lsqr", shrinkage="auto"``. scikit-learn fits it in 10 ms at 50 columns and 60 ms at
-500 (two classes, 192 rows, one core): input validation dominates small sets, and the
-``p x p`` least-squares solve dominates large ones.
+A build scores thousands of feature sets on every fold, many of them with the default
+``"lda"`` learner (:func:`polydom.classifier.learners.default_learners`): standard scaling,
+then :class:`~sklearn.discriminant_analysis.LinearDiscriminantAnalysis` with
+``solver="lsqr", shrinkage="auto"``. Fitted through scikit-learn, input validation dominates
+small sets and the ``p x p`` least-squares solve large ones (the measurements:
+``docs/decisions/fast-fold-scores.md``).
 
 :func:`fold_predictions` computes the same predictions from the same formulas, in numpy alone:
 
