@@ -98,7 +98,6 @@ def test_bounded_scores_never_serve_a_set_measured_far_below_an_affordable_one(s
             served = space.mask(choice.features)
             for s, a in acc.items():
                 if index.cost_of(s, size) <= budget:
-                    m = space.mask(s)
                     assert index.measured[served] >= a - se[s] - index.std_error[served] - 1e-12
 
 
