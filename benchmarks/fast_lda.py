@@ -30,16 +30,17 @@ sys.path.insert(0, str(HERE))  # sibling benchmarks, under python -P too
 import features_scale as fsb  # noqa: E402
 
 
-def fit(train, y, names, tmp: str, label: str, fast: bool):
+def fit(train, y, matrix, names, cache: str, fast: bool):
+    """``features_scale.py``'s default fit on a fresh ``cache`` holding only ``matrix``, with the
+    fast fold scores on or off; ``(classifier, seconds)``."""
     from polydom.classifier.blackbox import FeatureSetLearner
 
-    cache = os.path.join(tmp, label)
-    fsb.seed_feature_cache(cache, train, MATRIX[0], names)
-    FeatureSetLearner.FAST_LDA = fast
+    fsb.seed_feature_cache(cache, train, matrix, names)
+    before, FeatureSetLearner.FAST_LDA = FeatureSetLearner.FAST_LDA, fast
     try:
         return fsb.fit_polydom(train, y, names, cache, 0)
     finally:
-        FeatureSetLearner.FAST_LDA = True
+        FeatureSetLearner.FAST_LDA = before
 
 
 def same_index(a, b, sizes, budgets) -> dict:
@@ -51,8 +52,6 @@ def same_index(a, b, sizes, budgets) -> dict:
                 errors=dict(ia.std_error) == dict(ib.std_error),
                 lookups=sum(x == y for x, y in answers), queries=len(answers))
 
-
-MATRIX: list = []
 
 
 def main(argv=None) -> None:
@@ -76,12 +75,11 @@ def main(argv=None) -> None:
     with threadpool_limits(1), tempfile.TemporaryDirectory(prefix="polydom-fastlda-") as tmp:
         keep = None if args.cache is None else os.path.join(args.cache, "extraction-0-240-train.npz")
         matrix, _ = fsb.extract_all(train, log, "training pictures", keep)
-        MATRIX[:] = [matrix]
         for k in (int(v) for v in args.ks.split(",")):
             names = fsb.FEATURE_ORDER[:k]
-            slow, slow_s = fit(train, y_train, names, tmp, f"slow{k}", fast=False)
+            slow, slow_s = fit(train, y_train, matrix, names, os.path.join(tmp, f"slow{k}"), fast=False)
             log(f"{k} features, scikit-learn's folds: the rest {slow_s:.0f} s")
-            fast, fast_s = fit(train, y_train, names, tmp, f"fast{k}", fast=True)
+            fast, fast_s = fit(train, y_train, matrix, names, os.path.join(tmp, f"fast{k}"), fast=True)
             log(f"{k} features, fast folds: the rest {fast_s:.0f} s")
             same = same_index(slow, fast, sizes, fsb.BUDGETS)
             rows.append(dict(k=k, slow=slow_s, fast=fast_s, trained=fast.fit_stats_["trained"],

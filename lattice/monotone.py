@@ -132,7 +132,7 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
 
     Through its dual: with ``g = W^(1/2) f`` the constraints read ``A g >= 0`` and
     ``g = W^(1/2) y + A^T lam`` for ``lam >= 0`` minimising ``|A^T lam + W^(1/2) y|``. Small problems
-    solve that exactly (active-set NNLS). Large ones (more than :data:`DENSE_LIMIT` entries in
+    solve that exactly (active-set NNLS, :func:`_project_dense`). Large ones (more than :data:`DENSE_LIMIT` entries in
     ``A``) solve it exactly under the violated pairs alone, grown until nothing else is violated
     (:func:`_project_violated`). Where that outgrows the limit too, or an active set does not
     settle, the problem is solved iteratively on a sparse ``A`` with
@@ -140,20 +140,14 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
     iterative solver -- with a ``RuntimeWarning`` when weights were given or the solver did not
     converge; the caller's repair pass settles the last digits.
     """
-    from scipy.optimize import lsq_linear, nnls
+    from scipy.optimize import lsq_linear
 
-    dense = len(lower) * len(y) <= DENSE_LIMIT
-    if dense:
-        a = _constraints(root_w, lower, upper, len(y))
-        try:
-            lam, _ = nnls(a.T.toarray(), -root_w * y, maxiter=max(100, 20 * len(lower)))
-            return (root_w * y + a.T @ lam) / root_w
-        except RuntimeError:  # the active set did not settle within maxiter: solve iteratively
-            pass
+    if len(lower) * len(y) <= DENSE_LIMIT:
+        fit = _project_dense(y, root_w, lower, upper)
     else:
         fit = _project_violated(y, root_w, lower, upper)
-        if fit is not None:
-            return fit
+    if fit is not None:
+        return fit
     if np.ptp(root_w) > 0:
         warnings.warn(
             f"monotone_scores: {len(y)} sets with {len(lower)} covering pairs are fitted by the iterative solver, "
@@ -168,6 +162,19 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
     return y + a.T @ result.x
 
 
+def _project_dense(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray | None:
+    """:func:`_project`'s dual solved exactly by active-set NNLS on a dense ``A``; None when the
+    active set does not settle within its iterations."""
+    from scipy.optimize import nnls
+
+    a = _constraints(root_w, lower, upper, len(y))
+    try:
+        lam, _ = nnls(a.T.toarray(), -root_w * y, maxiter=max(100, 20 * len(lower)))
+    except RuntimeError:
+        return None
+    return (root_w * y + a.T @ lam) / root_w
+
+
 def _project_violated(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray | None:
     """:func:`_project` by constraint generation: the exact weighted projection under only the
     pairs violated so far, grown until the fit violates no other pair; None when one working
@@ -180,7 +187,6 @@ def _project_violated(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, uppe
     A lattice's violations gather in many small groups, so each problem stays far smaller than
     the whole.
     """
-    from scipy.optimize import nnls
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -197,19 +203,17 @@ def _project_violated(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, uppe
         graph = coo_matrix((np.ones(len(pairs)), (lower[pairs], upper[pairs])), shape=(n, n))
         _, group = connected_components(graph, directed=False)
         fit = y.copy()
-        by_group = np.argsort(group[lower[pairs]], kind="stable")
-        bounds = np.flatnonzero(np.diff(group[lower[pairs]][by_group])) + 1
-        for members in np.split(pairs[by_group], bounds):
+        pair_group = group[lower[pairs]]
+        by_group = np.argsort(pair_group, kind="stable")
+        for members in np.split(pairs[by_group], np.flatnonzero(np.diff(pair_group[by_group])) + 1):
             nodes = np.unique(np.concatenate([lower[members], upper[members]]))
             if len(members) * len(nodes) > DENSE_LIMIT:
                 return None
-            w, target = root_w[nodes], y[nodes]
-            a = _constraints(w, np.searchsorted(nodes, lower[members]), np.searchsorted(nodes, upper[members]), len(nodes))
-            try:
-                lam, _ = nnls(a.T.toarray(), -w * target, maxiter=max(100, 20 * len(members)))
-            except RuntimeError:
+            part = _project_dense(y[nodes], root_w[nodes], np.searchsorted(nodes, lower[members]),
+                                  np.searchsorted(nodes, upper[members]))
+            if part is None:
                 return None
-            fit[nodes] = (w * target + a.T @ lam) / w
+            fit[nodes] = part
 
 
 def _constraints(root_w: np.ndarray, lower: np.ndarray, upper: np.ndarray, n: int):
