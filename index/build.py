@@ -15,7 +15,7 @@ from polydom.index.serving.anytime import chain_order, chain_prefixes
 from polydom.lattice import ExpansionCache, FeatureSpace, audit_monotonicity, explore
 
 from .ranking import check_scores, rank_scores, step_needs
-from .search import search_skyline, uses_skyline_search
+from .search import search_skyline, sets_to_search, uses_skyline_search
 from .skyline import PolyDomIndex
 
 __all__ = ["build_polydom", "explore_with_tolerance", "finish_candidates", "index_from_expanded", "train_prefix_chains",
@@ -181,8 +181,8 @@ def _choose_sets(skyline: bool, space, lattice_cache, index_of, needs, on_round,
     ``(exploration, e_used, e_observed, rounds)``."""
     if not skyline:
         return explore_with_tolerance(space, lattice_cache, alpha, e, sandwich)
-    # The candidates of an index over the scores measured so far, compared as they are.
-    exploration = search_skyline(space, lattice_cache, lambda scores: index_of(scores, mode="measured").candidates,
+    # The sets an index over the scores measured so far would serve, compared as they are.
+    exploration = search_skyline(space, lattice_cache, lambda scores: sets_to_search(index_of(scores, mode="measured")),
                                  needs=needs, on_round=on_round)
     return exploration, None, None, exploration.rounds
 

@@ -7,16 +7,20 @@ cost-accuracy skyline at some item size. This search trains only around them:
 
 1. **Seeds**: the empty set, each feature alone (with the steps it needs), every set one feature
    short of the full set, and the full set.
-2. **Rounds**: the index over everything trained so far names its candidates (the sets on the
-   skyline somewhere in the domain). Every candidate not yet searched around has its
+2. **Rounds**: the index over everything trained so far names the sets it would serve somewhere
+   in the domain, a tie within one standard error going to the cheaper set
+   (:func:`sets_to_search`; with no standard errors, its candidates). Each not yet searched
+   around has its
    *neighbours* trained -- each set one move away, where a move adds one feature, drops one, or
    swaps one for another -- all of a round's neighbours in one batch, so a parallel black box
    trains them together.
 3. The search ends when every candidate has been searched around.
 
-What it guarantees: the index is exact over the sets trained, and every set it can serve is a
-*local optimum* of the scores: no set one move away would join the skyline where it stands --
-such a set was trained and the index would have named it a candidate. It is not exact over the
+What it guarantees: the index is exact over the sets trained, and every set it would serve with
+ties within one standard error going to the cheaper set is a *local optimum* of the scores: no
+set one move away would beat it by more than that where it stands -- such a set was trained and
+would have been searched around. Without standard errors this holds for every set the index can
+serve. It is not exact over the
 lattice: a set whose every neighbour scores below the skyline may be missed (an interaction of
 three or more features that no single move reveals). The number of sets trained grows with the
 number of features times the size of the skyline, not with the size of the lattice
@@ -29,13 +33,15 @@ drops the features that need it (every trained set is *tight*,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 
 from polydom.lattice import ExpansionCache, Exploration, FeatureSpace, bits_of, canonical_key
 
 from .ranking import tight_set
 
-__all__ = ["SEARCH_MODES", "LATTICE_SEARCH_MAX_ITEMS", "search_skyline", "neighbours", "uses_skyline_search"]
+__all__ = ["SEARCH_MODES", "LATTICE_SEARCH_MAX_ITEMS", "search_skyline", "neighbours", "sets_to_search",
+           "uses_skyline_search"]
 
 #: ``"auto"`` chooses by the lattice's size; ``"lattice"`` explores the lattice with sandwich
 #: pruning (exact, as the paper); ``"skyline"`` searches the skyline's neighbourhoods.
@@ -52,6 +58,27 @@ def uses_skyline_search(search: str, items: int) -> bool:
     if search not in SEARCH_MODES:
         raise ValueError(f"search must be one of {SEARCH_MODES}, got {search!r}")
     return search == "skyline" or (search == "auto" and items > LATTICE_SEARCH_MAX_ITEMS)
+
+
+def sets_to_search(index) -> list[int]:
+    """The sets a skyline search looks around: on every skyline of ``index``, for each entry the
+    cheapest entry whose score is within one standard error of the difference of its own
+    (``sqrt(se_i**2 + se_j**2)``, :meth:`~polydom.index.skyline.PolyDomIndex.tolerance_between`'s
+    default rule); every candidate when ``index`` holds no standard errors.
+
+    A costlier set that beats a cheaper one by less than the noise of the two scores is not
+    searched around: its neighbours would be told apart from the cheaper set's by noise too. Sets
+    left out are still trained and indexed; only their neighbourhoods are not asked for.
+    """
+    if not any(index.std_error.get(m) for m in index.candidates):
+        return list(index.candidates)
+    acc, errors = index.candidate_accuracy, [index.std_error.get(m) or 0.0 for m in index.candidates]
+    chosen: set[int] = set()
+    for sky in index.skylines:
+        for j, cj in enumerate(sky):
+            tie = next(ci for ci in sky[: j + 1] if acc[ci] >= acc[cj] - math.hypot(errors[ci], errors[cj]))
+            chosen.add(index.candidates[tie])
+    return sorted(chosen, key=canonical_key)
 
 
 def neighbours(mask: int, full: int, needs: Mapping[int, int] | None = None) -> set[int]:
