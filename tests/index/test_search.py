@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 import polydom
 from polydom.index.ranking import tight_set
-from polydom.index.search import LATTICE_SEARCH_MAX_ITEMS, neighbours, search_skyline, uses_skyline_search
-from polydom.lattice import ExpansionCache, FeatureSpace
+from polydom.index.search import (
+    LATTICE_SEARCH_MAX_ITEMS, neighbours, search_skyline, sets_to_search, uses_skyline_search,
+)
+from polydom.lattice import ExpansionCache, FeatureSpace, canonical_key
 
 
 def _moves_brute_force(mask: int, full: int, needs: dict) -> set[int]:
@@ -124,3 +126,35 @@ def test_rounds_are_reported_with_what_they_ask_for():
     assert [r for r, _, _ in seen] == list(range(result.rounds + 1))
     assert sum(asked for _, asked, _ in seen) == len(result.accuracy) == cache.calls
     assert result.mode == "skyline" and not result.pruned
+
+
+def _index(scores, std_error=None):
+    space = FeatureSpace(["a", "b", "c"])
+    curves = [polydom.CostCurve([1.0, 1e-6]), polydom.CostCurve([2.0, 2e-6]), polydom.CostCurve([5.0, 5e-6])]
+    return polydom.PolyDomIndex.from_trained(space, curves, scores, domain=(1.0, 1e6), std_error=std_error)
+
+
+def test_the_search_skips_sets_that_beat_a_cheaper_one_by_less_than_the_noise():
+    # The empty set: 0.5; a: 0.80, b (costlier): 0.82, c (costliest): 0.90; standard errors 0.02.
+    scores = {0: 0.5, 0b001: 0.80, 0b010: 0.82, 0b100: 0.90}
+    plain = _index(scores)
+    assert sets_to_search(plain) == plain.candidates  # no standard errors: every candidate
+    assert sorted(plain.candidates, key=canonical_key) == [0, 0b001, 0b010, 0b100]
+    noisy = _index(scores, {m: 0.02 for m in scores})
+    assert set(noisy.candidates) == set(scores)  # every set is still indexed
+    # b beats a by 0.02 < sqrt(2) * 0.02: a stands for it; c beats both by more.
+    assert sets_to_search(noisy) == [0, 0b001, 0b100]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.5, 1.0), min_size=7, max_size=7), st.lists(st.floats(0.0, 0.05), min_size=7, max_size=7))
+def test_every_skyline_entry_ties_with_a_searched_set_no_costlier(scores, errors):
+    masks = list(range(8))
+    acc, se = dict(zip(masks, [0.4] + scores)), dict(zip(masks, [0.0] + errors))
+    index = _index(acc, se)
+    searched = set(sets_to_search(index))
+    assert searched <= set(index.candidates)
+    for sky in index.skylines:
+        entries = [index.candidates[c] for c in sky]  # cheapest first
+        for j, m in enumerate(entries):
+            assert any(t in searched and acc[t] >= acc[m] - math.hypot(se[t], se[m]) for t in entries[: j + 1])
