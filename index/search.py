@@ -10,11 +10,10 @@ cost-accuracy skyline at some item size. This search trains only around them:
 2. **Rounds**: the index over everything trained so far names the sets it would serve somewhere
    in the domain, a tie within one standard error going to the cheaper set
    (:func:`sets_to_search`; with no standard errors, its candidates). Each not yet searched
-   around has its
-   *neighbours* trained -- each set one move away, where a move adds one feature, drops one, or
-   swaps one for another -- all of a round's neighbours in one batch, so a parallel black box
-   trains them together.
-3. The search ends when every candidate has been searched around.
+   around has its *neighbours* trained -- each set one move away, where a move adds one
+   feature, drops one, or swaps one for another -- all of a round's neighbours in one batch, so
+   a parallel black box trains them together.
+3. The search ends when every set so named has been searched around.
 
 What it guarantees: the index is exact over the sets trained, and every set it would serve with
 ties within one standard error going to the cheaper set is a *local optimum* of the scores: no
