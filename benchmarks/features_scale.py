@@ -367,27 +367,37 @@ def write_report(out: pathlib.Path, ctx: dict) -> None:
     out.write_text("\n".join(L) + "\n")
 
 
-def fit_row(k: int, extract: float, clf, seconds: float) -> dict:
-    """One fit's line of the timing table."""
+def timed_fit(k: int, label: str, args, ctx: dict, train, y_train, matrix) -> tuple:
+    """A default fit with the first ``k`` features on a fresh cache holding only their matrix:
+    ``(classifier, the rest in seconds, extraction seconds)``."""
+    names = FEATURE_ORDER[:k]
+    cache = os.path.join(ctx["tmp"], label)
+    extract = seed_feature_cache(cache, train, matrix, names)
+    clf, seconds = fit_polydom(train, y_train, names, cache, args.seed)
+    return clf, seconds, extract
+
+
+def add_run(row: dict, clf, seconds: float) -> dict:
+    """``row`` (a line of the timing table) with one more fit: its time, sets screened and sets
+    trained fully join the runs, and the line shows their medians."""
     stats = clf.fit_stats_
-    return dict(k=k, extract=extract, rest=seconds, runs=[seconds],
-                screened=stats["fully_trained"] + stats["partly_trained"], fully=stats["fully_trained"],
-                rounds=clf.index_.stats.get("exploration_rounds", 0),
-                search=clf.index_.params.get("search", "lattice"),
-                screened_runs=[stats["fully_trained"] + stats["partly_trained"]])
+    row.setdefault("runs", []).append(seconds)
+    row.setdefault("screened_runs", []).append(stats["fully_trained"] + stats["partly_trained"])
+    row.setdefault("fully_runs", []).append(stats["fully_trained"])
+    row.update(rest=float(np.median(row["runs"])), screened=int(np.median(row["screened_runs"])),
+               fully=int(np.median(row["fully_runs"])))
+    return row
 
 
 def fit_and_compare(k: int, args, ctx: dict, data, train, out: pathlib.Path) -> None:
     """The first fit with ``k`` features: its timing row, its held-out answers and the comparisons."""
     matrix, held, y_train, y_held, sizes, ranges, splits, answers, fitted, log = data
-    names = FEATURE_ORDER[:k]
-    cache = os.path.join(ctx["tmp"], f"k{k}")
-    extract = seed_feature_cache(cache, train, matrix, names)
-    clf, seconds = fit_polydom(train, y_train, names, cache, args.seed)
+    clf, seconds, extract = timed_fit(k, f"k{k}", args, ctx, train, y_train, matrix)
     answers[k] = polydom_answers(clf, held, sizes, y_held, BUDGETS)
     on_time = cells(*answers[k], BUDGETS, ranges)
-    row = fit_row(k, extract, clf, seconds)
-    row["on_time"] = float(np.mean([v.mean() for v in on_time.values()]))
+    row = add_run(dict(k=k, extract=extract, rounds=clf.index_.stats.get("exploration_rounds", 0),
+                       search=clf.index_.params.get("search", "lattice"),
+                       on_time=float(np.mean([v.mean() for v in on_time.values()]))), clf, seconds)
     ctx["rows"] = sorted(ctx["rows"] + [row], key=lambda r: r["k"])
     fitted[k] = clf
     log(f"{k} features: extraction {extract:.0f} s, the rest {seconds:.0f} s, {row['screened']} sets screened, "
@@ -408,22 +418,11 @@ def fit_and_compare(k: int, args, ctx: dict, data, train, out: pathlib.Path) -> 
 
 
 def refit_timing(k: int, repeat: int, args, ctx: dict, train, y_train, matrix, log, out) -> None:
-    """Another fit with ``k`` features on an empty fit cache; its time joins the row's runs and the
-    row's rest, sets screened and sets trained fully become the medians over the runs."""
-    names = FEATURE_ORDER[:k]
-    cache = os.path.join(ctx["tmp"], f"k{k}-repeat{repeat}")
-    extract = seed_feature_cache(cache, train, matrix, names)
-    clf, seconds = fit_polydom(train, y_train, names, cache, args.seed)
-    new = fit_row(k, extract, clf, seconds)
-    row = next(r for r in ctx["rows"] if r["k"] == k)
-    row["runs"].append(seconds)
-    row["screened_runs"].append(new["screened"])
-    row.setdefault("fully_runs", [row["fully"]]).append(new["fully"])
-    row["rest"] = float(np.median(row["runs"]))
-    row["screened"] = int(np.median(row["screened_runs"]))
-    row["fully"] = int(np.median(row["fully_runs"]))
-    log(f"{k} features, repeat {repeat}: the rest {seconds:.0f} s, {new['screened']} sets screened, "
-        f"{new['fully']} trained fully; median of {len(row['runs'])} runs {row['rest']:.0f} s")
+    """Another fit with ``k`` features on an empty fit cache, for the timing table only."""
+    clf, seconds, _ = timed_fit(k, f"k{k}-repeat{repeat}", args, ctx, train, y_train, matrix)
+    row = add_run(next(r for r in ctx["rows"] if r["k"] == k), clf, seconds)
+    log(f"{k} features, repeat {repeat}: the rest {seconds:.0f} s, {row['screened_runs'][-1]} sets screened, "
+        f"{row['fully_runs'][-1]} trained fully; median of {len(row['runs'])} runs {row['rest']:.0f} s")
     ctx["figure"] = plot(out.with_suffix(".png"), ctx["rows"])
     write_report(out, ctx)
 

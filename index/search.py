@@ -32,7 +32,6 @@ drops the features that need it (every trained set is *tight*,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 
 from polydom.lattice import ExpansionCache, Exploration, FeatureSpace, bits_of, canonical_key
@@ -62,8 +61,9 @@ def uses_skyline_search(search: str, items: int) -> bool:
 def sets_to_search(index) -> list[int]:
     """The sets a skyline search looks around: on every skyline of ``index``, for each entry the
     cheapest entry whose score is within one standard error of the difference of its own
-    (``sqrt(se_i**2 + se_j**2)``, :meth:`~polydom.index.skyline.PolyDomIndex.tolerance_between`'s
-    default rule); every candidate when ``index`` holds no standard errors.
+    (:meth:`~polydom.index.skyline.PolyDomIndex.served_positions` with the standard-error rule,
+    whatever tolerance ``index`` serves with); every candidate when ``index`` holds no standard
+    errors.
 
     A costlier set that beats a cheaper one by less than the noise of the two scores is not
     searched around: its neighbours would be told apart from the cheaper set's by noise too. Sets
@@ -71,13 +71,8 @@ def sets_to_search(index) -> list[int]:
     """
     if not any(index.std_error.get(m) for m in index.candidates):
         return list(index.candidates)
-    acc, errors = index.candidate_accuracy, [index.std_error.get(m) or 0.0 for m in index.candidates]
-    chosen: set[int] = set()
-    for sky in index.skylines:
-        for j, cj in enumerate(sky):
-            tie = next(ci for ci in sky[: j + 1] if acc[ci] >= acc[cj] - math.hypot(errors[ci], errors[cj]))
-            chosen.add(index.candidates[tie])
-    return sorted(chosen, key=canonical_key)
+    served = {index.candidates[sky[i]] for sky in index.skylines for i in index.served_positions(sky, tolerance=None)}
+    return sorted(served, key=canonical_key)
 
 
 def neighbours(mask: int, full: int, needs: Mapping[int, int] | None = None) -> set[int]:

@@ -402,27 +402,27 @@ class PolyDomIndex(CostSensitiveIndex):
         paper's rule: the most accurate affordable set wins).
         """
         fixed = self.params.get("tolerance")
-        if fixed is not None:
-            return float(fixed)
+        return self._error_between(i, j) if fixed is None else float(fixed)
+
+    def _error_between(self, i: int, j: int) -> float:
         se_i = self.std_error.get(self.candidates[i], 0.0)
         se_j = self.std_error.get(self.candidates[j], 0.0)
         return math.sqrt(se_i * se_i + se_j * se_j)
 
-    def served_positions(self, sky: Sequence[int]) -> list[int]:
+    def served_positions(self, sky: Sequence[int], tolerance: float | None | str = "params") -> list[int]:
         """Per skyline position ``j``, the first position ``i <= j`` whose accuracy is within
         :meth:`tolerance_between` of ``j``'s: the cheapest set that ties with the best one
-        affordable. Skylines are cost-ascending, so the first such position is the cheapest."""
+        affordable. Skylines are cost-ascending, so the first such position is the cheapest.
+        ``tolerance``, when given, replaces ``params["tolerance"]`` (None: the standard-error rule)."""
         acc = self.candidate_accuracy
-        fixed = self.params.get("tolerance")
+        fixed = self.params.get("tolerance") if tolerance == "params" else tolerance
         if fixed is not None:
             # One tolerance for every pair: the first position reaching acc[j] - tolerance is where the
             # running maximum first does, found by bisection (a pair-by-pair scan is quadratic).
             values = np.asarray([acc[c] for c in sky], dtype=np.float64)
             return np.searchsorted(np.maximum.accumulate(values), values - float(fixed), side="left").tolist()
-        out = []
-        for j, cj in enumerate(sky):
-            out.append(next(i for i, ci in enumerate(sky[: j + 1]) if acc[ci] >= acc[cj] - self.tolerance_between(ci, cj)))
-        return out
+        return [next(i for i, ci in enumerate(sky[: j + 1]) if acc[ci] >= acc[cj] - self._error_between(ci, cj))
+                for j, cj in enumerate(sky)]
 
     def _batch_arrays(self):
         """Flat per-coefficient columns for :meth:`lookup_many`, each range padded to a power of

@@ -2,6 +2,7 @@
 
 import itertools
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -122,8 +123,6 @@ def test_large_lattices_keep_their_weights_through_the_violated_pairs(monkeypatc
     monkeypatch.setattr(monotone, "DENSE_LIMIT", 200_000)  # the whole problem is above it, its violations not
     masks = np.array(list(acc), dtype=np.int64)
     assert len(monotone.cover_pairs(masks)[0]) * len(masks) > monotone.DENSE_LIMIT
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback to the unweighted iterative solver
         large = monotone_scores(acc, se)
