@@ -32,8 +32,8 @@ DEFAULT_TIE_STEP = 1e-6
 #: The largest weight of one set over the median set's in the weighted fit (a floor on standard errors).
 MAX_WEIGHT_RATIO = 100.0
 
-#: Above this many matrix entries (covering pairs x sets) the projection is solved under the violated
-#: pairs alone (and, past the limit there too, by a sparse iterative solver).
+#: The most matrix entries (covering pairs x sets) one active-set NNLS takes; a problem past it
+#: is solved by a sparse iterative solver.
 DENSE_LIMIT = 4_000_000
 
 #: Rows of the subset comparison :func:`cover_pairs` makes at once.
@@ -131,21 +131,23 @@ def _project(y: np.ndarray, root_w: np.ndarray, lower: np.ndarray, upper: np.nda
     """The projection of ``y`` onto ``{f : f[upper] >= f[lower]}`` in the norm weighted by ``root_w**2``.
 
     Through its dual: with ``g = W^(1/2) f`` the constraints read ``A g >= 0`` and
-    ``g = W^(1/2) y + A^T lam`` for ``lam >= 0`` minimising ``|A^T lam + W^(1/2) y|``. Small problems
-    solve that exactly (active-set NNLS, :func:`_project_dense`). Large ones (more than :data:`DENSE_LIMIT` entries in
-    ``A``) solve it exactly under the violated pairs alone, grown until nothing else is violated
-    (:func:`_project_violated`). Where that outgrows the limit too, or an active set does not
-    settle, the problem is solved iteratively on a sparse ``A`` with
-    every set weighing the same -- weights make that problem too ill-conditioned for the
-    iterative solver -- with a ``RuntimeWarning`` when weights were given or the solver did not
-    converge; the caller's repair pass settles the last digits.
+    ``g = W^(1/2) y + A^T lam`` for ``lam >= 0`` minimising ``|A^T lam + W^(1/2) y|``. Solved exactly
+    under the violated pairs alone, grown until nothing else is violated
+    (:func:`_project_violated`): each group of violations is a small active-set NNLS
+    (:func:`_project_dense`), far smaller than the whole order. Where a group outgrows
+    :data:`DENSE_LIMIT` or its active set does not settle, a whole problem within the limit is
+    solved by one NNLS; a larger one iteratively on a sparse ``A`` with every set weighing the
+    same -- weights make that problem too ill-conditioned for the iterative solver -- with a
+    ``RuntimeWarning`` when weights were given or the solver did not converge; the caller's
+    repair pass settles the last digits.
     """
     from scipy.optimize import lsq_linear
 
-    if len(lower) * len(y) <= DENSE_LIMIT:
+    # The violated pairs first, at every size: one NNLS over all covering pairs grows with the
+    # pairs times the sets (docs/decisions/score-ranking.md, *solving the fit*).
+    fit = _project_violated(y, root_w, lower, upper)
+    if fit is None and len(lower) * len(y) <= DENSE_LIMIT:
         fit = _project_dense(y, root_w, lower, upper)
-    else:
-        fit = _project_violated(y, root_w, lower, upper)
     if fit is not None:
         return fit
     if np.ptp(root_w) > 0:

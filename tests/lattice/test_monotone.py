@@ -104,17 +104,18 @@ def test_the_sparse_solver_for_large_lattices_agrees_and_says_it_drops_the_weigh
 @settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 10**6), st.integers(5, 9), st.sampled_from([1.0, 0.5]))
 def test_the_violated_pairs_alone_give_the_exact_weighted_projection(seed, n, keep):
-    """Constraint generation (large lattices) finds the point the dense solver finds on the whole."""
+    """Constraint generation finds the point one NNLS over the whole order finds."""
     acc, se = _noisy(seed, n, keep)
     masks = np.array(list(acc), dtype=np.int64)
     y = np.array([acc[int(m)] for m in masks])
     root_w = 1.0 / np.array([se[int(m)] for m in masks])
     lower, upper = monotone.cover_pairs(masks)
-    whole = monotone._project(y, root_w, lower, upper)  # small enough for the dense solver
+    whole = monotone._project_dense(y, root_w, lower, upper)  # one NNLS over every covering pair
     violated = monotone._project_violated(y, root_w, lower, upper)
     assert violated is not None
     assert np.max(np.abs(whole - violated)) < 1e-9
     assert np.all(violated[upper] >= violated[lower] - 1e-9)
+    assert np.max(np.abs(monotone._project(y, root_w, lower, upper) - whole)) < 1e-9  # the path monotone_scores takes
 
 
 def test_large_lattices_keep_their_weights_through_the_violated_pairs(monkeypatch):
