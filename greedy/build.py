@@ -29,6 +29,7 @@ def build_greedy(
     measured_range: tuple[float, float] | None = None,
     extrapolate: str = "warn",
     requires=None,
+    serving=None,
 ) -> GreedyIndex:
     """Run Greedy's expansion and index the result; called by :func:`polydom.build`.
 
@@ -56,6 +57,9 @@ def build_greedy(
         outside them.
     requires : mapping of str to tuple of str, optional
         As for ``polydom.build``: a feature joins a sequence with the steps it still lacks.
+    serving : ServingParams, optional
+        What the index's walks read (:class:`polydom.index.serving.params.ServingParams`), kept
+        in its params.
 
     Returns
     -------
@@ -79,6 +83,8 @@ def build_greedy(
     )
     if requires:  # the lookup's walk reads which items are steps
         params["requires"] = {f: list(steps) for f, steps in requires.items()}
+    if serving is not None:  # saved with the index in the form ServingParams gives it
+        params.update(serving.to_params())
     stats = dict(
         trained=expansion.trained,
         expanded=expansion.expanded,

@@ -187,6 +187,16 @@ def _choose_sets(skyline: bool, space, lattice_cache, index_of, needs, on_round,
     return exploration, None, None, exploration.rounds
 
 
+def _stored_params(params: dict, requires, serving) -> dict:
+    """``params`` with what the index's readers need beside them: the steps each feature requires
+    (``cost_of`` counts them in a set's cost) and the serving record in its stored form."""
+    if requires:
+        params["requires"] = {f: list(steps) for f, steps in requires.items()}
+    if serving is not None:
+        params.update(serving.to_params())
+    return params
+
+
 def build_polydom(
     space: FeatureSpace,
     curves: Sequence[CostCurve],
@@ -208,6 +218,7 @@ def build_polydom(
     lattice_cache: ExpansionCache | None = None,
     started: float | None = None,
     search: str = "auto",
+    serving=None,
 ) -> PolyDomIndex:
     """The PolyDom pipeline on validated inputs: explore the lattice, then index what was trained.
 
@@ -236,17 +247,20 @@ def build_polydom(
         ``"skyline"`` trains the neighbourhoods of the index's candidates only; ``"auto"`` the
         lattice up to :data:`~polydom.index.search.LATTICE_SEARCH_MAX_ITEMS` items, else the
         skyline.
+    serving : ServingParams, optional
+        What the index's walks read (:class:`polydom.index.serving.params.ServingParams`), kept
+        in its params with ``requires``.
     """
     check_scores(scores)  # an unknown mode fails before anything is trained
     started = time.perf_counter() if started is None else started
     lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
     trained_before = recorder.calls
     skyline = uses_skyline_search(search, len(space))
-    params = dict(
+    params = _stored_params(dict(
         alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha, tolerance=tolerance,
         measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
         scores=scores, search="skyline" if skyline else "lattice",
-    )
+    ), requires, serving)
     stats, fitted = {}, {}  # what the index reports; the last ranking and what it was ranked from
     needs = step_needs(space, requires)
 

@@ -230,13 +230,8 @@ def build(
                              on_rescored=getattr(progress, "rescored", None),
                              on_round=getattr(progress, "search_round", None))
     try:
-        index = spec.build(space, curves, recorder, domain=domain,
-                           **{k: v for k, v in offered.items() if k in spec.options})
-        if requires:  # read by cost_of: a set's cost includes the steps its features need
-            index.params["requires"] = {f: list(steps) for f, steps in requires.items()}
-        if serving is not None:  # saved with the index in the form ServingParams gives it
-            index.params.update(serving.to_params())
-        return index
+        return spec.build(space, curves, recorder, domain=domain, serving=serving,
+                          **{k: v for k, v in offered.items() if k in spec.options})
     except KeyboardInterrupt:
         recorder.abort()  # Ctrl-C stops the workers' sets too, wherever it landed
         raise

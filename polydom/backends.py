@@ -36,9 +36,11 @@ class Backend:
     index_class : type
         The index, a :class:`~polydom.index.protocol.CostSensitiveIndex` implementing the contract.
     builder : callable or None
-        Builds it from validated inputs, ``builder(space, curves, recorder, *, domain,
-        **options)``; None for indexes that are only derived from another (the paper's
-        baselines), which can be loaded but not built by name.
+        Builds it from validated inputs, ``builder(space, curves, recorder, *, domain, serving,
+        **options)``, and stores ``serving`` (a :class:`~polydom.index.serving.params.ServingParams`
+        or None) and ``requires`` (when an option) in the index's params as it builds them; None
+        for indexes that are only derived from another (the paper's baselines), which can be
+        loaded but not built by name.
     options : tuple of str
         The keyword options of :func:`polydom.build` this backend uses.
     fixed : mapping
@@ -56,11 +58,11 @@ class Backend:
         """The class that rebuilds a stored index of this backend."""
         return self.index_class
 
-    def build(self, space, curves, recorder, *, domain, **options):
-        """Build the index with :attr:`builder`."""
+    def build(self, space, curves, recorder, *, domain, serving=None, **options):
+        """Build the index with :attr:`builder`; ``serving`` is what its walks read."""
         if self.builder is None:
             raise ValueError(f"backend {self.name!r} is derived from a built index and cannot be built by name")
-        return self.builder(space, curves, recorder, domain=domain, **self.fixed, **options)
+        return self.builder(space, curves, recorder, domain=domain, serving=serving, **self.fixed, **options)
 
 
 #: The former name of :class:`Backend`.

@@ -94,3 +94,29 @@ def test_the_build_refuses_a_serving_record_that_does_not_fit_its_items():
         polydom.build(costs, accuracy.__getitem__, serving=_record())
     with pytest.raises(polydom.PolydomError, match="must be a ServingParams"):
         polydom.build(costs, accuracy.__getitem__, serving=record.to_params())
+
+
+
+@pytest.mark.parametrize("backend", ["polydom", "greedy", "greedy-acc", "greedy-cost"])
+def test_each_builder_stores_the_record_and_the_steps_as_it_builds(backend):
+    """The index leaves its builder with the record and the steps in its params: the build's
+    caller writes nothing into it afterwards."""
+    from polydom.backends import backend_spec
+    from polydom.expansion import ModelRecorder
+    from polydom.index.costs.curve import as_cost_curve
+    from polydom.lattice import FeatureSpace
+
+    space = FeatureSpace(["grey", "a", "b"])
+    curves = [as_cost_curve(c) for c in ([0.5], [1.0], [2.0])]
+    scores = {0: 0.5, 1: 0.5, 2: 0.5, 3: 0.6, 4: 0.5, 5: 0.7, 6: 0.5, 7: 0.8}
+    record = ServingParams.from_tables([1.3, 1.2, 1.1], 0.9, learn_guards=True, guard_table={}, law_table={},
+                                       start_cap=False)
+    spec = backend_spec(backend)
+    recorder = ModelRecorder(space, lambda names: scores[space.mask(names)])
+    try:
+        options = {"requires": {"a": ("grey",), "b": ("grey",)}, **({"n0": 1.0} if "n0" in spec.options else {})}
+        index = spec.build(space, curves, recorder, domain=(0.0, 10.0), serving=record, **options)
+    finally:
+        recorder.close()
+    assert index.serving_params == record and index.cost_guards() == (1.3, 1.2, 1.1)
+    assert index.params["requires"] == {"a": ["grey"], "b": ["grey"]}
