@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from polydom.index import CostCurve
+from polydom.index.build import stored_params
 from polydom.index.ranking import step_needs
 from polydom.lattice import FeatureSpace
 
@@ -77,14 +78,11 @@ def build_greedy(
     prefixes = {m for s in expansion.sequences for m in prefix_masks(s)}
     recorded = getattr(recorder, "models", {})
     models = {m: recorded[m] for m in expansion.accuracy if m in prefixes and m in recorded}
-    params = dict(
+    # The lookup's walk reads which items are steps, and the serving record.
+    params = stored_params(dict(
         n0=n0, lambdas=list(grid), domain=list(domain),
         measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
-    )
-    if requires:  # the lookup's walk reads which items are steps
-        params["requires"] = {f: list(steps) for f, steps in requires.items()}
-    if serving is not None:  # saved with the index in the form ServingParams gives it
-        params.update(serving.to_params())
+    ), requires, serving)
     stats = dict(
         trained=expansion.trained,
         expanded=expansion.expanded,

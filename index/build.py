@@ -19,7 +19,7 @@ from .search import search_skyline, sets_to_search, uses_skyline_search
 from .skyline import PolyDomIndex
 
 __all__ = ["build_polydom", "explore_with_tolerance", "finish_candidates", "index_from_expanded", "train_prefix_chains",
-           "SCREEN_Z"]
+           "SCREEN_Z", "stored_params"]
 
 
 def index_from_expanded(
@@ -187,9 +187,10 @@ def _choose_sets(skyline: bool, space, lattice_cache, index_of, needs, on_round,
     return exploration, None, None, exploration.rounds
 
 
-def _stored_params(params: dict, requires, serving) -> dict:
+def stored_params(params: dict, requires, serving) -> dict:
     """``params`` with what the index's readers need beside them: the steps each feature requires
-    (``cost_of`` counts them in a set's cost) and the serving record in its stored form."""
+    (``cost_of`` counts them in a set's cost) and the serving record in its stored form. Every
+    builder stores them this way (PolyDom's and Greedy's)."""
     if requires:
         params["requires"] = {f: list(steps) for f, steps in requires.items()}
     if serving is not None:
@@ -256,7 +257,7 @@ def build_polydom(
     lattice_cache = ExpansionCache(recorder, recorder.many) if lattice_cache is None else lattice_cache
     trained_before = recorder.calls
     skyline = uses_skyline_search(search, len(space))
-    params = _stored_params(dict(
+    params = stored_params(dict(
         alpha=alpha, e=e, domain=list(domain), sandwich=sandwich, candidate_alpha=candidate_alpha, tolerance=tolerance,
         measured_range=None if measured_range is None else list(measured_range), extrapolate=extrapolate,
         scores=scores, search="skyline" if skyline else "lattice",
