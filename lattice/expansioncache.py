@@ -31,6 +31,8 @@ class ExpansionCache:
         Every set trained so far.
     pending : set[int]
         Sets submitted and not yet back (always empty for a black box that does not stream).
+    speculative : set[int]
+        Sets started by :meth:`speculate` that nobody has asked for since (trained or in flight).
     calls : int
         Number of sets the black box was asked to train (and answered).
     value_bounds : (float, float)
@@ -49,6 +51,7 @@ class ExpansionCache:
             raise ValueError(f"value_bounds must be (lo, hi) with lo <= hi, got {bounds!r}")
         self.accuracy: dict[int, float] = {}
         self.pending: set[int] = set()
+        self.speculative: set[int] = set()
         self.calls = 0
         self._arrivals: list[int] = []
 
@@ -74,6 +77,8 @@ class ExpansionCache:
 
     def submit(self, masks: list[int]) -> None:
         """Ask for ``masks``: a streaming black box starts them and returns; another trains them now."""
+        if self.speculative:
+            self.speculative.difference_update(masks)  # asked for now: no longer a guess
         todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending]
         if not todo:
             return
@@ -100,6 +105,34 @@ class ExpansionCache:
             raise
         self._absorb(self._stream.collect(block=False))
 
+    def idle_workers(self) -> int:
+        """Workers a streaming black box has free now: its ``workers`` less the sets in flight
+        (0 for a black box that does not stream or does not say how many workers it has)."""
+        workers = getattr(self._stream, "workers", 0) if self._stream is not None else 0
+        return max(0, int(workers or 0) - len(self.pending))
+
+    def speculate(self, masks: list[int]) -> list[int]:
+        """Start, on idle workers only, sets that may be asked for soon; the ones started.
+
+        Up to :meth:`idle_workers` of ``masks`` (in order, skipping sets trained or in flight)
+        are submitted and marked :attr:`speculative` until somebody asks for them. A set asked
+        for later waits for nothing already running; one never asked for only used a worker
+        that had nothing else to do (it is counted in :attr:`calls` when it comes back).
+        """
+        room = self.idle_workers()
+        if room <= 0:
+            return []
+        todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending][:room]
+        if todo:
+            self.submit(todo)
+            self.speculative.update(todo)
+        return todo
+
+    def drop_speculative(self) -> None:
+        """Cancel what is in flight when only speculative sets are (nobody waits on them)."""
+        if self.pending and self.pending <= self.speculative:
+            self.cancel()
+
     def collect(self) -> list[int]:
         """Wait until at least one pending set is back; the masks that came back."""
         if not self.pending:
@@ -111,6 +144,7 @@ class ExpansionCache:
         if self._stream is not None and self.pending:
             self._stream.cancel()
             self._absorb(self._stream.collect(block=False))
+        self.speculative.difference_update(self.pending)
         self.pending.clear()
 
     def arrivals(self) -> list[int]:

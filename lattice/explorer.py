@@ -228,6 +228,9 @@ class _LayerLoop:
         self.arrays = _ExpandedArrays() if mode == "all" and len(space) <= 62 else None
         self.frontier_top: set[int] = set()
         self.frontier_bot: set[int] = set()
+        # The sets the next layers will test, soonest first: while the loop waits, idle workers
+        # start those (``ExpansionCache.speculate``) instead of idling until a test decides them.
+        self.upcoming: tuple[set[int], ...] = ()
 
     def interval(self, m: int) -> tuple[float, float, bool]:
         """``(lo, hi, pending)`` of an expanded set's accuracy."""
@@ -268,9 +271,39 @@ class _LayerLoop:
                 return
             arrived = self.absorb()
             while not any(b in waiting for b in arrived):
+                self.speculate([x for x in items if x not in decided])
                 cache.collect()
                 arrived = self.absorb()
             todo = sorted({x for b in arrived for x in waiting.pop(b, ()) if x not in decided}, key=canonical_key)
+
+    def speculate(self, undecided: list[int]) -> None:
+        """Before a wait, give idle workers the sets likeliest to be asked for next: the ones
+        whose tests wait now, then the next layers' sets in the order they will be tested.
+        Nothing is decided from them; a set is expanded only when its own test says so."""
+        room = self.cache.idle_workers()
+        if room <= 0:
+            return
+        known, pending, skip = self.cache.accuracy, self.cache.pending, (self.expanded, self.result.pruned)
+        picks: list[int] = []
+        for group in (undecided, *(sorted(g, key=canonical_key) for g in self.upcoming)):
+            likely, maybe = [], []
+            for s in group:
+                if s in known or s in pending or any(s in done for done in skip) or s in picks:
+                    continue
+                # What the sets known now say: certainly sandwiched is no use; certainly not
+                # sandwiched goes first.
+                verdict, _ = self.test(s, self.expanded, self.expanded)
+                if verdict is False:
+                    likely.append(s)
+                    if len(picks) + len(likely) == room:
+                        break
+                elif verdict is None:
+                    maybe.append(s)
+            picks += likely + maybe
+            if len(picks) >= room:
+                break
+        if picks:
+            self.cache.speculate(picks[:room])
 
     def test(self, s: int, bottom: set[int], top: set[int]):
         """Whether ``s`` is sandwiched: True, False, or None with the sets in flight it waits on."""
@@ -313,11 +346,14 @@ class _LayerLoop:
             snapshot = (set(self.frontier_bot), set(self.frontier_top))
             next_top: set[int] = set()
             next_bot: set[int] = set()
+            self.upcoming = (active_bot, next_top)
             self.layer("top", active_top, next_top, snapshot)
+            self.upcoming = (next_top, next_bot)
             self.layer("bottom", active_bot, next_bot, snapshot)
             active_top, active_bot = next_top, next_bot
         while any(m in cache.pending for m in self.order):
             cache.collect()
+        cache.drop_speculative()  # what nobody asked for is not waited on
         self.absorb()
         for m in self.order:
             result.accuracy[m] = cache.accuracy[m]

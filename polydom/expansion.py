@@ -242,6 +242,16 @@ class ModelRecorder:
         """Sets submitted and not yet back."""
         return len(self._in_flight)
 
+    @property
+    def workers(self) -> int:
+        """Workers of the parallel engine once it is open; 0 while sets train in this process.
+
+        Also 0 under ``max_expansions``: a cap on trained sets leaves nothing for guesses (the
+        explorer starts sets on idle workers only when this is positive)."""
+        if self.max_expansions is not None or not self._pool_opened or self._pool is None:
+            return 0
+        return self._pool.workers
+
     def cancel(self) -> None:
         """Drop every set in flight (running tasks finish; their results are ignored)."""
         if self._pool is not None and self._flights:

@@ -220,8 +220,10 @@ class _Streaming:
 
     value_bounds = (0.0, 1.0)
 
-    def __init__(self, acc, seed, fail_after=None):
+    def __init__(self, acc, seed, fail_after=None, workers=None):
         self.acc, self.rng = acc, random.Random(seed)
+        if workers is not None:  # says how many workers it has: idle ones get speculative sets
+            self.workers = workers
         self.in_flight, self.done = [], []
         self.asked_while = []  # (sets asked for, sets in flight then)
         self.collects, self.fail_after, self.cancelled = 0, fail_after, False
@@ -279,6 +281,39 @@ def test_streaming_exploration_is_the_layer_by_layer_loop(seed):
         assert (list(result.accuracy.items()), result.pruned, result.rounds) == expected
         assert result.calls == len(expected[0])
     assert not black_box.pending
+    # With workers to spare, sets are started before their tests decide them: the same loop,
+    # and every call beyond it is a speculative set nobody asked for.
+    cache = ExpansionCache(_Streaming(acc, seed, workers=rng.choice([2, 4, 16])))
+    result = explore(space, cache, alpha=alpha, e=e, sandwich=mode, covering=covering)
+    assert (list(result.accuracy.items()), result.pruned, result.rounds) == expected
+    assert not cache.pending and not cache.speculative & result.accuracy.keys()
+    assert result.calls == len(expected[0]) + len(cache.speculative & cache.accuracy.keys())
+
+
+def test_speculation_uses_idle_workers_only_and_pays_off():
+    # Scores far from monotone (e=0 prunes, and each layer's tests wait on the last one's
+    # results). A set started on speculation is only ever put on a worker that is free.
+    n, workers = 7, 8
+    rng = random.Random(5)
+    acc = {m: 0.4 + 0.3 * m.bit_count() / n + 0.3 * rng.random() for m in range(1 << n)}
+    space = FeatureSpace([f"x{i}" for i in range(n)])
+    spare = ExpansionCache(_Streaming(acc, 2, workers=workers))
+    started = []
+    real_speculate = spare.speculate
+
+    def speculate(masks):
+        idle = workers - len(spare.pending)
+        out = real_speculate(masks)
+        assert len(out) <= max(idle, 0)
+        started.extend(out)
+        return out
+
+    spare.speculate = speculate
+    result = explore(space, spare, alpha=1.0, e=0.0)
+    assert result.pruned and started  # something to wait on, and idle workers used meanwhile
+    used = [m for m in started if m in result.accuracy]
+    assert used, "no speculative set was ever asked for"
+    assert list(result.accuracy.items()) == list(explore(space, acc.__getitem__, alpha=1.0, e=0.0).accuracy.items())
 
 
 def test_a_set_is_asked_for_while_its_layer_neighbours_still_train():

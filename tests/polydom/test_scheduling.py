@@ -50,7 +50,8 @@ def _same_index(a, b):
     assert a.explored == b.explored
     assert list(a.exploration.accuracy.items()) == list(b.exploration.accuracy.items())
     assert a.exploration.pruned == b.exploration.pruned
-    assert a.stats["trained"] == b.stats["trained"]
+    # Sets started on idle workers and never asked for depend on timing; the rest do not.
+    assert a.stats["trained"] - a.stats["speculative"] == b.stats["trained"] - b.stats["speculative"]
 
 
 def _build_on(engine, costs, expand, **options):
