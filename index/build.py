@@ -314,9 +314,8 @@ def build_polydom(
     # With a screening black box the index holds the sets trained fully; the others explored
     # were screened only (partly trained).
     partly = len(set(lattice_cache.accuracy) - set(trained)) if finishing else 0
-    index.stats.update(fully_trained=len(trained), partly_trained=partly,
-                       not_trained=2 ** len(space) - len(trained) - partly,
-                       # started on idle workers and never asked for (counted in ``trained``)
+    # ``speculative``: sets started on idle workers and never asked for (counted in ``trained``)
+    index.stats.update(fully_trained=len(trained), partly_trained=partly, not_trained=2 ** len(space) - len(trained) - partly,
                        speculative=len(lattice_cache.speculative & lattice_cache.accuracy.keys()))
     index.stats["build_seconds"] = time.perf_counter() - started
     return index

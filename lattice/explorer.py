@@ -24,9 +24,11 @@ With a black box that trains asynchronously (:class:`ExpansionCache` over one wi
 ``collect``, as polydom's parallel builds have), a set is asked for as soon as its test is
 decided, not when its layer's turn comes: while sets are in flight the explorer reasons with
 intervals (a pending accuracy lies in the black box's ``value_bounds``), decides every test on
-which all outcomes agree, and waits only for the sets the others depend on. The explored sets,
-the pruned sets and their order are those of the layer-by-layer loop, whatever order the results
-come back in.
+which all outcomes agree, and waits only for the sets the others depend on. Before it waits, it
+gives the black box's idle workers (if it says how many it has) the sets likeliest to be asked
+for next (:meth:`_LayerLoop.speculate`); a guess decides nothing. The explored sets, the pruned
+sets and their order are those of the layer-by-layer loop, whatever order the results come back
+in.
 
 The lattice knows nothing about costs: it sees accuracies only.
 """

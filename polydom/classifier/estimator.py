@@ -99,7 +99,8 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         Seconds spent extracting, timing and building; ``expanded`` (sets the build used, ``{}``
         included), ``trained`` (in this fit) and ``reused`` (from the cache); ``features_cached``.
         How many sets of the lattice were trained fully, partly (screened only) or not at all is
-        in ``index_.stats`` (``fully_trained``, ``partly_trained``, ``not_trained``).
+        in ``index_.stats`` (``fully_trained``, ``partly_trained``, ``not_trained``); with
+        ``n_jobs``, ``speculative`` counts sets started on idle workers that the build never used.
     planner_ : polydom.serving.planner.ServingPlanner
         Serves images from the version of ``index_`` served (per set: its features, model and
         lean predictor), with the guards serving learns.
