@@ -56,6 +56,7 @@ class ExpansionCache:
         self._arrivals: list[int] = []
 
     def __call__(self, mask: int) -> float:
+        self.speculative.discard(mask)  # asked for: no longer a guess
         acc = self.accuracy.get(mask)
         if acc is None:
             if mask in self.pending:

@@ -63,7 +63,8 @@ class Exploration:
     rounds : int
         Number of top/bottom round pairs.
     calls : int
-        Black-box calls made during this exploration (cache hits excluded).
+        Black-box calls made during this exploration (cache hits excluded; sets started on idle
+        workers and never asked for included).
     """
 
     space: FeatureSpace

@@ -356,3 +356,16 @@ def test_expansion_cache_streams_and_refuses_to_wait_on_nothing():
     assert sorted(cache.arrivals()) == [3, 5, 7] and cache.arrivals() == []
     with pytest.raises(ValueError, match="value_bounds"):
         ExpansionCache(type("Odd", (_Streaming,), {"value_bounds": (1.0, 0.0)})(acc, 0))
+
+
+def test_a_guess_stops_being_one_when_asked_for():
+    acc = {m: m / 16 for m in range(16)}
+    cache = ExpansionCache(_Streaming(acc, 0, workers=3))
+    assert cache.speculate([1, 2, 4, 8]) == [1, 2, 4]  # three workers, all idle
+    assert cache.speculative == {1, 2, 4} and cache.idle_workers() == 3 - len(cache.pending)
+    idle = cache.idle_workers()  # the stream finishes a few at each submission
+    assert cache.speculate([8]) == ([8] if idle else [])
+    cache.submit([2])
+    assert cache(4) == 4 / 16
+    assert not {2, 4} & cache.speculative
+    assert ExpansionCache(_Streaming(acc, 0)).speculate([1]) == []  # no workers said: no guesses
