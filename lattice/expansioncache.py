@@ -21,6 +21,10 @@ class ExpansionCache:
         :class:`polydom.expansion.ModelRecorder` has), sets are trained asynchronously: the
         explorer asks for a set as soon as it knows it is needed and goes on deciding others
         while it trains. Its ``value_bounds``, if it has them, bound every accuracy it returns.
+        With ``workers`` (how many sets it trains at once), ``guess(masks)`` (as ``submit``, for
+        sets nobody asked for yet; one that fails comes back as ``(mask, None)``) and
+        ``claim(masks)`` (guesses in flight are asked for now: their failure counts), idle
+        workers take guesses (:meth:`speculate`).
     expand_many : callable, optional
         ``expand_many(masks) -> list of float``: the same for a batch, in order, for a black box
         that does not stream. The explorer hands it each group of sets it decides at once.
@@ -56,7 +60,7 @@ class ExpansionCache:
         self._arrivals: list[int] = []
 
     def __call__(self, mask: int) -> float:
-        self.speculative.discard(mask)  # asked for: no longer a guess
+        self._claim([mask])
         acc = self.accuracy.get(mask)
         if acc is None:
             if mask in self.pending:
@@ -78,8 +82,7 @@ class ExpansionCache:
 
     def submit(self, masks: list[int]) -> None:
         """Ask for ``masks``: a streaming black box starts them and returns; another trains them now."""
-        if self.speculative:
-            self.speculative.difference_update(masks)  # asked for now: no longer a guess
+        self._claim(masks)
         todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending]
         if not todo:
             return
@@ -106,27 +109,48 @@ class ExpansionCache:
             raise
         self._absorb(self._stream.collect(block=False))
 
+    def _claim(self, masks) -> None:
+        """Guesses asked for now are guesses no more: the black box hears of those in flight
+        (their failure is then the caller's)."""
+        if not self.speculative:
+            return
+        claimed = [m for m in dict.fromkeys(masks) if m in self.speculative]
+        self.speculative.difference_update(claimed)
+        flying = [m for m in claimed if m in self.pending]
+        if flying:
+            self._stream.claim(flying)
+
     def idle_workers(self) -> int:
-        """Workers a streaming black box has free now: its ``workers`` less the sets in flight
-        (0 for a black box that does not stream or does not say how many workers it has)."""
-        workers = getattr(self._stream, "workers", 0) if self._stream is not None else 0
-        return max(0, int(workers or 0) - len(self.pending))
+        """Workers a streaming black box has free now for guesses: its ``workers`` less the sets
+        in flight (0 for a black box that does not stream, or lacks ``workers``, ``guess`` or
+        ``claim``)."""
+        if self._stream is None or not all(callable(getattr(self._stream, n, None)) for n in ("guess", "claim")):
+            return 0
+        return max(0, int(getattr(self._stream, "workers", 0) or 0) - len(self.pending))
 
     def speculate(self, masks: list[int]) -> list[int]:
         """Start, on idle workers only, sets that may be asked for soon; the ones started.
 
         Up to :meth:`idle_workers` of ``masks`` (in order, skipping sets trained or in flight)
-        are submitted and marked :attr:`speculative` until somebody asks for them. A set asked
-        for later waits for nothing already running; one never asked for only used a worker
-        that had nothing else to do (it is counted in :attr:`calls` when it comes back).
+        go to the black box's ``guess(masks)`` and are marked :attr:`speculative` until somebody
+        asks for them. A set asked for later waits for nothing already running; one never asked
+        for only used a worker that had nothing else to do (it is counted in :attr:`calls` when
+        it comes back). A guess that fails comes back as ``(mask, None)`` and stops nothing.
         """
         room = self.idle_workers()
         if room <= 0:
             return []
         todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending][:room]
         if todo:
-            self.submit(todo)
+            self.pending.update(todo)
             self.speculative.update(todo)
+            try:
+                self._stream.guess(todo)
+            except BaseException:
+                self.pending.difference_update(todo)
+                self._absorb(self._stream.collect(block=False))
+                raise
+            self._absorb(self._stream.collect(block=False))
         return todo
 
     def drop_speculative(self) -> None:
@@ -156,6 +180,10 @@ class ExpansionCache:
     def _absorb(self, results) -> list[int]:
         arrived = []
         for m, acc in results:
+            if acc is None:  # a guess that failed: gone, and trained afresh if asked for
+                self.pending.discard(m)
+                self.speculative.discard(m)
+                continue
             if m in self.accuracy:
                 continue
             self.accuracy[m] = acc

@@ -140,6 +140,7 @@ class ModelRecorder:
         self._pool_opened = False
         self._flights: dict[int, tuple[list[int], list[frozenset], int]] = {}  # token -> masks, sets, first seq
         self._in_flight: set[int] = set()
+        self._guesses: set[int] = set()  # in flight through :meth:`guess`, not asked for since
         self._seq = 0  # submission order of trained sets
         self._arrived: dict[int, tuple] = {}  # seq -> (mask, features, checked), waiting for earlier ones
         self._applied = 0
@@ -171,7 +172,7 @@ class ModelRecorder:
         self._ready = others + self._ready  # another caller's sets stay for its collect
         return [out[m] for m in masks]
 
-    def submit(self, masks: Sequence[int]) -> None:
+    def submit(self, masks: Sequence[int], guessing: bool = False) -> None:
         """Start training ``masks`` (those not in flight); results come back through :meth:`collect`.
 
         Store hits are ready at once. In this process the sets are trained here and now, in order;
@@ -181,6 +182,8 @@ class ModelRecorder:
         remember_hit = getattr(self.expand, "remember", None)
         for m in dict.fromkeys(masks):
             if m in self._in_flight:
+                if not guessing:
+                    self._guesses.discard(m)  # asked for now: its failure is the build's
                 continue
             hit = self.store.get(self.space.sorted_names(m)) if self.store is not None else None
             if hit is None:
@@ -212,7 +215,7 @@ class ModelRecorder:
         # Sets trained in worker processes teach this process nothing; the black box may take
         # the results back (its winners, fold scores) through ``remember``, in submission order.
         shipped = pool.snapshot(self.expand)
-        size = self._chunk_size(len(todo), pool)
+        size = 1 if guessing else self._chunk_size(len(todo), pool)  # a guess fails alone
         starts = list(range(0, len(todo), size))
         tokens = pool.submit_many(shipped, [sets[i : i + size] for i in starts], starts)
         for token, i in zip(tokens, starts):
@@ -220,9 +223,26 @@ class ModelRecorder:
             self._flights[token] = (chunk_masks, sets[i : i + size], self._seq)
             self._seq += len(chunk_masks)
             self._in_flight.update(chunk_masks)
+        if guessing:
+            self._guesses.update(todo)
+
+    def guess(self, masks: Sequence[int]) -> None:
+        """Start ``masks`` on the engine's idle workers before anybody asks for them.
+
+        As :meth:`submit`, one set per task, except that a guess that fails (or whose worker
+        fails) stops nothing: it comes back from :meth:`collect` as ``(mask, None)``, and asking
+        for it later trains it again, failure and all. Nothing is guessed in this process.
+        """
+        if self.workers:
+            self.submit(masks, guessing=True)
+
+    def claim(self, masks: Sequence[int]) -> None:
+        """Guesses in flight that are asked for now: a failure of theirs stops the build."""
+        self._guesses.difference_update(masks)
 
     def collect(self, block: bool = True) -> list[tuple[int, float]]:
-        """``(mask, accuracy)`` of the sets finished since the last call.
+        """``(mask, accuracy)`` of the sets finished since the last call (``(mask, None)`` for a
+        :meth:`guess` that failed).
 
         With ``block``, waits until at least one is (it is an error to wait with nothing in
         flight). Each finished set is committed to the store as it arrives.
@@ -258,6 +278,7 @@ class ModelRecorder:
             self._pool.cancel(list(self._flights))
         self._flights.clear()
         self._in_flight.clear()
+        self._guesses.clear()
         # What arrived out of order is kept all the same: it was trained and committed.
         for seq in sorted(self._arrived):
             item = self._arrived.pop(seq)
@@ -378,6 +399,11 @@ class ModelRecorder:
             masks, sets, first = flight
             self._tasks += 1
             results, failed = [], None
+            guess = len(masks) == 1 and masks[0] in self._guesses
+            self._guesses.difference_update(masks)
+            if guess and (error is not None or outcome[2] is not None):
+                self._drop_guess(masks[0], first)  # nobody asked for it: its failure stops nothing
+                continue
             if error is not None:  # the engine failed (a worker died): nothing of the chunk came back
                 failure = failure or error
             else:
@@ -396,6 +422,9 @@ class ModelRecorder:
                     try:
                         checked = check_expansion(results[offset], features)
                     except Exception as exc:
+                        if guess:
+                            self._drop_guess(m, first + offset)
+                            continue
                         failure = exc
                     else:
                         self._commit(m, checked)
@@ -415,6 +444,12 @@ class ModelRecorder:
         if self._flights and self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
             self.cancel()
             raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
+
+    def _drop_guess(self, m: int, seq: int) -> None:
+        """A guess that failed: not in flight, nothing to apply, reported as ``(m, None)``."""
+        self._in_flight.discard(m)
+        self._arrived[seq] = None
+        self._ready.append((m, None))
 
     def _commit(self, m: int, checked) -> None:
         """Count a trained set and make it durable now, whatever finishes after it."""

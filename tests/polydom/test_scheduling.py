@@ -331,3 +331,48 @@ def test_ctrl_c_stops_a_parallel_build_and_its_workers(to, tmp_path, subprocess_
             proc.wait()
     assert "KeyboardInterrupt" in err and proc.returncode != 0
     assert stopped < 30, f"{stopped:.1f} s from Ctrl-C to exit"
+
+
+class _FailsOn:
+    """Raises for one set (after ``sleep`` seconds) and scores the others by their size."""
+
+    def __init__(self, bad, sleep=0.0):
+        self.bad, self.sleep = frozenset(bad), sleep
+
+    def __call__(self, features):
+        time.sleep(self.sleep)
+        if frozenset(features) == self.bad:
+            raise ValueError("the bad set")
+        return 0.5 + 0.01 * len(features)
+
+
+@pytest.mark.parametrize("asked_while_training", [False, True])
+def test_a_failed_guess_stops_nothing_until_it_is_asked_for(asked_while_training):
+    # A set started on an idle worker may be one a serial build never trains (pruned): its
+    # failure must not stop the build. Asked for, it fails as any set does.
+    import joblib
+
+    from polydom.expansion import ExpansionError
+    from polydom.lattice import ExpansionCache
+
+    space = FeatureSpace(["a", "b", "c"])
+    bad = space.mask(["a", "b"])
+
+    def run():
+        with joblib.parallel_config(backend="threading"):
+            cache = ExpansionCache(ModelRecorder(space, _FailsOn({"a", "b"}, sleep=0.2), n_jobs=2))
+            cache.submit([space.mask(["a"])])  # opens the engine: two workers, one busy
+            assert cache.speculate([bad]) == [bad]
+            if asked_while_training:
+                cache.submit([bad])
+                with pytest.raises(ExpansionError, match="the bad set"):
+                    while cache.pending:
+                        cache.collect()
+                return
+            while cache.pending:
+                cache.collect()
+            assert bad not in cache.accuracy and not cache.speculative and cache.accuracy
+            with pytest.raises(ExpansionError, match="the bad set"):
+                cache.many([bad])
+
+    within(LIMIT, run)
