@@ -37,6 +37,8 @@ class ExpansionCache:
         Sets submitted and not yet back (always empty for a black box that does not stream).
     speculative : set[int]
         Sets started by :meth:`speculate` that nobody has asked for since (trained or in flight).
+    declined : set[int]
+        Guesses that failed or that the black box did not take; they are not guessed again.
     calls : int
         Number of sets the black box was asked to train (and answered).
     value_bounds : (float, float)
@@ -56,6 +58,7 @@ class ExpansionCache:
         self.accuracy: dict[int, float] = {}
         self.pending: set[int] = set()
         self.speculative: set[int] = set()
+        self.declined: set[int] = set()
         self.calls = 0
         self._arrivals: list[int] = []
 
@@ -110,15 +113,14 @@ class ExpansionCache:
         self._absorb(self._stream.collect(block=False))
 
     def _claim(self, masks) -> None:
-        """Guesses asked for now are guesses no more: the black box hears of those in flight
-        (their failure is then the caller's)."""
+        """Guesses asked for now are guesses no more: the black box hears of them (the failure
+        of one in flight is then the caller's; the side effects of one back apply now)."""
         if not self.speculative:
             return
         claimed = [m for m in dict.fromkeys(masks) if m in self.speculative]
-        self.speculative.difference_update(claimed)
-        flying = [m for m in claimed if m in self.pending]
-        if flying:
-            self._stream.claim(flying)
+        if claimed:
+            self.speculative.difference_update(claimed)
+            self._stream.claim(claimed)  # in flight: its failure counts; back: its side effects apply
 
     def idle_workers(self) -> int:
         """Workers a streaming black box has free now for guesses: its ``workers`` less the sets
@@ -135,12 +137,14 @@ class ExpansionCache:
         go to the black box's ``guess(masks)`` and are marked :attr:`speculative` until somebody
         asks for them. A set asked for later waits for nothing already running; one never asked
         for only used a worker that had nothing else to do (it is counted in :attr:`calls` when
-        it comes back). A guess that fails comes back as ``(mask, None)`` and stops nothing.
+        it comes back). A guess that fails (or that the black box does not take) comes back as
+        ``(mask, None)``, stops nothing and is not guessed again.
         """
         room = self.idle_workers()
         if room <= 0:
             return []
-        todo = [m for m in dict.fromkeys(masks) if m not in self.accuracy and m not in self.pending][:room]
+        todo = [m for m in dict.fromkeys(masks)
+                if m not in self.accuracy and m not in self.pending and m not in self.declined][:room]
         if todo:
             self.pending.update(todo)
             self.speculative.update(todo)
@@ -148,6 +152,7 @@ class ExpansionCache:
                 self._stream.guess(todo)
             except BaseException:
                 self.pending.difference_update(todo)
+                self.speculative.difference_update(todo)
                 self._absorb(self._stream.collect(block=False))
                 raise
             self._absorb(self._stream.collect(block=False))
@@ -180,9 +185,10 @@ class ExpansionCache:
     def _absorb(self, results) -> list[int]:
         arrived = []
         for m, acc in results:
-            if acc is None:  # a guess that failed: gone, and trained afresh if asked for
+            if acc is None:  # a guess that failed or was not taken: gone, trained afresh if asked for
                 self.pending.discard(m)
                 self.speculative.discard(m)
+                self.declined.add(m)
                 continue
             if m in self.accuracy:
                 continue

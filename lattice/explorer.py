@@ -286,7 +286,8 @@ class _LayerLoop:
         room = self.cache.idle_workers()
         if room <= 0:
             return
-        known, pending, skip = self.cache.accuracy, self.cache.pending, (self.expanded, self.result.pruned)
+        known, pending = self.cache.accuracy, self.cache.pending
+        skip = (self.expanded, self.result.pruned, self.cache.declined)
         picks: list[int] = []
         for group in (undecided, *(sorted(g, key=canonical_key) for g in self.upcoming)):
             likely, maybe = [], []

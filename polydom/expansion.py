@@ -21,7 +21,7 @@ lattice's mask-based interface. It
   soon as it comes back, so an interrupted or killed build loses at most the sets in flight and
   resumes without retraining;
 * applies what it keeps in memory (models, standard errors, the black box's ``remember``) in
-  submission order, whatever order the chunks finish in;
+  submission order, whatever order the chunks finish in (a guess's only once it is claimed);
 * refuses to train more than ``max_expansions`` sets, and stops at a ``deadline``.
 """
 
@@ -90,7 +90,7 @@ class ModelRecorder:
     -----
     Invariants: a set is in flight at most once; every set submitted is either in flight,
     finished (its result ready for :meth:`collect`), or cancelled; side effects are applied in
-    submission order.
+    submission order, a guess's when it is claimed (:meth:`guess`).
     """
 
     value_bounds = (0.0, 1.0)
@@ -141,6 +141,7 @@ class ModelRecorder:
         self._flights: dict[int, tuple[list[int], list[frozenset], int]] = {}  # token -> masks, sets, first seq
         self._in_flight: set[int] = set()
         self._guesses: set[int] = set()  # in flight through :meth:`guess`, not asked for since
+        self._held: dict[int, tuple] = {}  # guesses back and not asked for: side effects wait for a claim
         self._seq = 0  # submission order of trained sets
         self._arrived: dict[int, tuple] = {}  # seq -> (mask, features, checked), waiting for earlier ones
         self._applied = 0
@@ -189,6 +190,9 @@ class ModelRecorder:
             if hit is None:
                 todo.append(m)
                 continue
+            if guessing:  # free to read when asked for; a guess would only apply it early
+                self._ready.append((m, None))
+                continue
             if callable(remember_hit):
                 remember_hit(self.space.frozenset(m), hit)
             if hit.model is not None:
@@ -229,16 +233,32 @@ class ModelRecorder:
     def guess(self, masks: Sequence[int]) -> None:
         """Start ``masks`` on the engine's idle workers before anybody asks for them.
 
-        As :meth:`submit`, one set per task, except that a guess that fails (or whose worker
-        fails) stops nothing: it comes back from :meth:`collect` as ``(mask, None)``, and asking
-        for it later trains it again, failure and all. Nothing is guessed in this process.
+        As :meth:`submit`, one set per task, except that:
+
+        * a guess that raises stops nothing: it comes back from :meth:`collect` as
+          ``(mask, None)``, as does a set the store holds (it is read when asked for); asking for
+          it later trains it again, failure and all. A worker that dies stops the build, as it
+          does for any set (the engine fails every task it holds);
+        * a guess's side effects (its model, standard error, what the black box is told to ``remember``:
+          the learner race) wait until it is claimed (:meth:`claim`), so a guess nobody asks
+          for changes nothing but the store and :attr:`calls`.
+
+        Nothing is guessed in this process.
         """
+        if self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
+            self._ready.extend((m, None) for m in masks)  # no guesses past the deadline
+            return
         if self.workers:
             self.submit(masks, guessing=True)
 
     def claim(self, masks: Sequence[int]) -> None:
-        """Guesses in flight that are asked for now: a failure of theirs stops the build."""
+        """Guesses asked for now: a failure of one in flight stops the build, and the side effects
+        of one back are applied now."""
         self._guesses.difference_update(masks)
+        for m in masks:
+            held = self._held.pop(m, None)
+            if held is not None:
+                self._apply(*held)
 
     def collect(self, block: bool = True) -> list[tuple[int, float]]:
         """``(mask, accuracy)`` of the sets finished since the last call (``(mask, None)`` for a
@@ -429,7 +449,9 @@ class ModelRecorder:
                     else:
                         self._commit(m, checked)
                         item = (m, features, checked)
-                self._arrived[first + offset] = item  # None: never ran, or failed
+                        if guess:
+                            self._held[m], item = item, None
+                self._arrived[first + offset] = item  # None: never ran, failed, or a guess held
             if failed is not None and failure is None:
                 index, exc, text = failed
                 failure = _failure(sets[index], exc, text)
@@ -441,7 +463,8 @@ class ModelRecorder:
         if failure is not None:
             self.cancel()
             raise failure
-        if self._flights and self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
+        asked = any(not (len(masks) == 1 and masks[0] in self._guesses) for masks, _, _ in self._flights.values())
+        if asked and self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
             self.cancel()
             raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
 

@@ -376,3 +376,74 @@ def test_a_failed_guess_stops_nothing_until_it_is_asked_for(asked_while_training
                 cache.many([bad])
 
     within(LIMIT, run)
+
+
+class _Remembering:
+    """Scores sets by size; notes what it was told to remember (sets trained elsewhere)."""
+
+    def __init__(self, sleep=0.0):
+        self.sleep, self.remembered = sleep, []
+
+    def __call__(self, features):
+        time.sleep(self.sleep)
+        return 0.5 + 0.01 * len(features)
+
+    def remember(self, features, result):
+        self.remembered.append(frozenset(features))
+
+
+def test_a_guess_changes_nothing_until_it_is_claimed():
+    # Its model, and what the black box remembers (the learner race), wait for a claim: a guess
+    # nobody asks for leaves the build as a serial build leaves it.
+    import joblib
+
+    from polydom.lattice import ExpansionCache
+
+    space = FeatureSpace(["a", "b", "c"])
+    a, ab = space.mask(["a"]), space.mask(["a", "b"])
+
+    def run():
+        with joblib.parallel_config(backend="threading"):
+            box = _Remembering()
+            recorder = ModelRecorder(space, box, n_jobs=2)
+            cache = ExpansionCache(recorder)
+            cache.submit([a])
+            assert cache.speculate([ab]) == [ab]
+            while cache.pending:
+                cache.collect()
+            assert ab in cache.accuracy and ab in cache.speculative
+            assert frozenset({"a", "b"}) not in box.remembered and frozenset({"a"}) in box.remembered
+            assert cache(ab) == cache.accuracy[ab]  # claimed: now it counts
+            assert box.remembered.count(frozenset({"a", "b"})) == 1 and not cache.speculative
+            recorder.close()
+
+    within(LIMIT, run)
+
+
+def test_guesses_in_flight_do_not_turn_a_finished_wait_into_a_deadline():
+    import joblib
+
+    from polydom.lattice import ExpansionCache
+
+    space = FeatureSpace(["a", "b"])
+    a, ab = space.mask(["a"]), space.mask(["a", "b"])
+
+    class Slow(_Remembering):
+        def __call__(self, features):
+            time.sleep(1.0 if len(features) == 2 else 0.1)
+            return 0.5 + 0.1 * len(features)
+
+    def run():
+        with joblib.parallel_config(backend="threading"):
+            recorder = ModelRecorder(space, Slow(), n_jobs=2, clock=time.monotonic)
+            cache = ExpansionCache(recorder)
+            cache.submit([a])
+            assert cache.speculate([ab]) == [ab]
+            recorder.deadline = time.monotonic() + 0.05  # passes while both train
+            while a in cache.pending:  # the asked-for set comes back: no DeadlineReached
+                cache.collect()
+            cache.drop_speculative()
+            assert cache.accuracy[a] == 0.6 and not cache.pending
+            recorder.close()
+
+    within(LIMIT, run)
