@@ -235,13 +235,13 @@ class ModelRecorder:
 
         As :meth:`submit`, one set per task, except that:
 
-        * a guess that raises stops nothing: it comes back from :meth:`collect` as
+        * a guess whose task fails stops nothing: it comes back from :meth:`collect` as
           ``(mask, None)``, as does a set the store holds (it is read when asked for); asking for
-          it later trains it again, failure and all. A worker that dies stops the build, as it
-          does for any set (the engine fails every task it holds);
-        * a guess's side effects (its model, standard error, what the black box is told to ``remember``:
-          the learner race) wait until it is claimed (:meth:`claim`), so a guess nobody asks
-          for changes nothing but the store and :attr:`calls`.
+          it later trains it again, failure and all. A worker that dies still stops the build
+          when the engine fails the other tasks with it (loky fails every one it holds);
+        * a guess's side effects (its model, standard error, what the black box is told to
+          ``remember``: the learner race) wait until it is claimed (:meth:`claim`), so a guess
+          nobody asks for changes nothing but the store and :attr:`calls`.
 
         Nothing is guessed in this process.
         """
