@@ -88,10 +88,10 @@ def _measure(engine: str, workers: int, args, reference) -> list[dict]:
         build = time.perf_counter() - began
         # The flat map makes the calls the build needed; sets started on idle workers and never
         # asked for (``speculative``) are the build's own overhead, not part of the ideal.
-        sets = index.stats["trained"] - index.stats.get("speculative", 0)
+        guesses = index.stats.get("speculative", 0)
+        sets = index.stats["trained"] - guesses
         flat = _flat_map(sets, n_jobs, args.sleep)
-        rows.append(dict(build=build, flat=flat, sets=sets, speculative=index.stats.get("speculative", 0),
-                         fingerprint=_fingerprint(index)))
+        rows.append(dict(build=build, flat=flat, sets=sets, speculative=guesses, fingerprint=_fingerprint(index)))
         if reference is None:  # the first build is the serial one
             reference = rows[-1]["fingerprint"]
         rows[-1]["same"] = rows[-1]["fingerprint"] == reference

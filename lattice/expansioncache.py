@@ -51,6 +51,7 @@ class ExpansionCache:
         self._expand_many = expand_many
         streams = all(callable(getattr(expand, name, None)) for name in ("submit", "collect", "cancel"))
         self._stream = expand if streams else None
+        self._guesses = streams and all(callable(getattr(expand, name, None)) for name in ("guess", "claim"))
         bounds = getattr(expand, "value_bounds", None) if streams else None
         self.value_bounds = (float(bounds[0]), float(bounds[1])) if bounds is not None else (-math.inf, math.inf)
         if not self.value_bounds[0] <= self.value_bounds[1]:
@@ -126,7 +127,7 @@ class ExpansionCache:
         """Workers a streaming black box has free now for guesses: its ``workers`` less the sets
         in flight (0 for a black box that does not stream, or lacks ``workers``, ``guess`` or
         ``claim``)."""
-        if self._stream is None or not all(callable(getattr(self._stream, n, None)) for n in ("guess", "claim")):
+        if not self._guesses:
             return 0
         return max(0, int(getattr(self._stream, "workers", 0) or 0) - len(self.pending))
 

@@ -286,13 +286,12 @@ class _LayerLoop:
         room = self.cache.idle_workers()
         if room <= 0:
             return
-        known, pending = self.cache.accuracy, self.cache.pending
-        skip = (self.expanded, self.result.pruned, self.cache.declined)
+        skip = (self.cache.accuracy, self.cache.pending, self.expanded, self.result.pruned, self.cache.declined)
         picks: list[int] = []
         for group in (undecided, *(sorted(g, key=canonical_key) for g in self.upcoming)):
             likely, maybe = [], []
             for s in group:
-                if s in known or s in pending or any(s in done for done in skip) or s in picks:
+                if any(s in done for done in skip) or s in picks:  # picks: at most ``room`` sets
                     continue
                 # What the sets known now say: certainly sandwiched is no use; certainly not
                 # sandwiched goes first.

@@ -245,7 +245,7 @@ class ModelRecorder:
 
         Nothing is guessed in this process.
         """
-        if self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
+        if self._past_deadline():
             self._ready.extend((m, None) for m in masks)  # no guesses past the deadline
             return
         if self.workers:
@@ -419,7 +419,7 @@ class ModelRecorder:
             masks, sets, first = flight
             self._tasks += 1
             results, failed = [], None
-            guess = len(masks) == 1 and masks[0] in self._guesses
+            guess = self._is_guess(masks)
             self._guesses.difference_update(masks)
             if guess and (error is not None or outcome[2] is not None):
                 self._drop_guess(masks[0], first)  # nobody asked for it: its failure stops nothing
@@ -463,8 +463,8 @@ class ModelRecorder:
         if failure is not None:
             self.cancel()
             raise failure
-        asked = any(not (len(masks) == 1 and masks[0] in self._guesses) for masks, _, _ in self._flights.values())
-        if asked and self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
+        asked = any(not self._is_guess(masks) for masks, _, _ in self._flights.values())
+        if asked and self._past_deadline():
             self.cancel()
             raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
 
@@ -505,6 +505,13 @@ class ModelRecorder:
             )
         self._check_deadline()
 
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and self.clock is not None and self.clock() >= self.deadline
+
+    def _is_guess(self, masks: list[int]) -> bool:
+        """Whether a task's masks are one guess nobody has asked for (guesses travel alone)."""
+        return len(masks) == 1 and masks[0] in self._guesses
+
     def _check_deadline(self) -> None:
-        if self.deadline is not None and self.clock is not None and self.clock() >= self.deadline:
+        if self._past_deadline():
             raise DeadlineReached(f"precompute time budget spent after {self.calls} trained sets")
