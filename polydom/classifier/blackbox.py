@@ -37,7 +37,7 @@ import numpy as np
 from polydom.index.values import Expansion
 
 from .fastlda import fold_predictions, is_default_lda
-from .learners import as_learners, default_estimator, default_learners, make_splits, standard_error
+from .learners import as_learners, default_estimator, default_learners, make_splits, standard_error, without_fit_only_state
 from .warntally import CountingExpand, LearnerWarning, WarningTally
 from .errors import ScoringError  # noqa: F401 - defined with the package's errors
 
@@ -406,9 +406,8 @@ class FeatureSetLearner:
         caught: list = []
         with WarningTally().catching(caught):
             model = clone(model)
-            if train is None:
-                model.fit(Xs, self.y)
-                return model, caught
+            if train is None:  # the set's model, kept in the fit cache and the index
+                return without_fit_only_state(model.fit(Xs, self.y)), caught
             model.fit(Xs[train], self.y[train])
             if self._fast_accuracy:  # accuracy_score's value without its checks of the targets
                 return float(np.mean(model.predict(Xs[test]) == self.y[test])), caught

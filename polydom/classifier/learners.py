@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["as_learners", "default_estimator", "default_learners", "make_splits", "standard_error"]
+__all__ = ["as_learners", "default_estimator", "default_learners", "make_splits", "standard_error", "without_fit_only_state"]
 
 
 def default_estimator(random_state=None):
@@ -74,6 +74,36 @@ def as_learners(estimator) -> list[tuple[str, object]]:
         seen.add(name)
         out.append((name, est))
     return out
+
+
+def without_fit_only_state(model):
+    """``model`` (fitted) without state that only its fit needed; returned for chaining.
+
+    scikit-learn's ``LinearDiscriminantAnalysis`` keeps the within-class covariance
+    (``covariance_``, ``p x p`` for ``p`` columns) whenever its solver is ``"lsqr"`` or
+    ``"eigen"``; ``predict``, ``predict_proba``, ``decision_function`` and (``"eigen"``)
+    ``transform`` never read it. At a few hundred columns it is most of a stored model: 0.76 MB
+    of a 0.76 MB skops payload at 300 columns, written to the fit cache and the index for every
+    set (``docs/decisions/learners.md``). It is dropped here, inside pipelines and per-label
+    models (``OneVsRestClassifier``) too; with the ``"svd"`` solver it is kept only when asked for
+    (``store_covariance=True``), so it is left alone. Predictions are unchanged. Other
+    estimators are returned as they are.
+    """
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    for part in _parts(model):
+        if isinstance(part, LinearDiscriminantAnalysis) and part.solver != "svd" and hasattr(part, "covariance_"):
+            del part.covariance_
+    return model
+
+
+def _parts(model):
+    """``model`` and the fitted estimators inside it: pipeline steps and per-label models."""
+    yield model
+    for _, step in getattr(model, "steps", ()):
+        yield from _parts(step)
+    for inner in getattr(model, "estimators_", ()) if type(model).__name__ == "OneVsRestClassifier" else ():
+        yield from _parts(inner)
 
 
 def standard_error(scores: Sequence[float], test_fraction: float, n_items: int | None = None) -> float:

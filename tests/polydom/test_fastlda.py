@@ -93,3 +93,36 @@ def test_a_learners_fold_scores_are_the_same_with_and_without_the_fast_paths(mon
     monkeypatch.setattr(FeatureSetLearner, "FAST_LDA", False)
     slow = scores()
     assert fast == slow
+
+
+def test_stored_lda_models_drop_the_covariance_and_predict_the_same():
+    from sklearn.multiclass import OneVsRestClassifier
+
+    from polydom.classifier.learners import without_fit_only_state
+    from polydom.index.storage.modelcodec import encode_model
+
+    X, y = _problem(3, 90, 120, 3)
+    for make in (lambda: clone(LDA), lambda: OneVsRestClassifier(clone(LDA)),
+                 lambda: LinearDiscriminantAnalysis(solver="eigen", shrinkage=0.2)):
+        full, trimmed = make().fit(X, y), without_fit_only_state(make().fit(X, y))
+        parts = [m for m in (trimmed, *getattr(trimmed, "estimators_", ()))]
+        ldas = [p[-1] if hasattr(p, "steps") else p for p in parts]
+        ldas = [m for m in ldas if isinstance(m, LinearDiscriminantAnalysis)]
+        assert ldas and not any(hasattr(m, "covariance_") for m in ldas)
+        np.testing.assert_array_equal(trimmed.predict(X), full.predict(X))
+        np.testing.assert_array_equal(trimmed.predict_proba(X), full.predict_proba(X))
+        # Each LDA's 120 x 120 covariance (8 bytes a value) is gone from the stored payload.
+        assert len(encode_model(full, "full")) - len(encode_model(trimmed, "trimmed")) >= len(ldas) * 120 * 120 * 8
+    # Asked for with the svd solver, the covariance is the user's: kept.
+    svd = without_fit_only_state(LinearDiscriminantAnalysis(store_covariance=True).fit(X, y))
+    assert svd.covariance_.shape == (120, 120)
+
+
+def test_a_black_box_keeps_models_without_the_covariance():
+    X, y = _problem(4, 80, 40, 2)
+    columns = {"a": slice(0, 20), "b": slice(20, 40)}
+    learner = FeatureSetLearner(X, y, columns, [("lda", LDA)], make_splits(4, y, random_state=0))
+    model = learner(frozenset({"a", "b"})).model
+    assert not hasattr(model[-1], "covariance_")
+    expected = clone(LDA).fit(X, y).predict(X)
+    np.testing.assert_array_equal(model.predict(X), expected)
