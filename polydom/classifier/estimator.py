@@ -420,6 +420,11 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         """A :class:`~polydom.serving.planner.Server` for this classifier's version: it serves as
         :meth:`predict` does and learns each feature's guard from the requests it serves
         (``serving`` group's ``learn_guards``). The classifier itself never changes by predicting.
+
+        Every set the server can answer with is ready when it is returned: its model read,
+        checked and rebuilt (:meth:`~polydom.serving.planner.ServingPlanner.prepare_plans`), so
+        that no request pays for it. The classifier's own ``predict`` prepares each set on the
+        first request that needs it.
         """
         from polydom.serving.planner import Server, ServingPlanner
 
@@ -428,6 +433,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         planner = ServingPlanner(state.index, state.planner.features, cascade=state.planner.cascade,
                                  speculate=serving.speculate, learn=serving.learn_guards, decode=state.decode_fit,
                                  late_share=serving.late_share)
+        planner.prepare_plans()
         return Server(planner, state.classes, budget=self.budget, speculate=serving.speculate,
                       multilabel=state.multilabel)
 

@@ -29,7 +29,7 @@ from polydom.errors import PolydomError
 from polydom.featurizers import Feature
 from polydom.featurizers.sources import DecodeDeadline, as_array, decode_image, header_shape, is_encoded
 from polydom.index.base import StoredIndex
-from polydom.index.serving.anytime import FeatureTimeout, prepared
+from polydom.index.serving.anytime import FeatureTimeout, chain_prefixes, prepared
 from polydom.index.serving.guards import ServingGuards
 from polydom.index.serving.lateness import LatePrice
 
@@ -248,6 +248,26 @@ class ServingPlanner:
             plans[int(key)] = plan
         return plan
 
+    def prepare_plans(self) -> int:
+        """Prepare now the plan of every set the version served can answer with; how many.
+
+        A plan is otherwise prepared on the first request that answers with its set, after the
+        walk: the model is read, checked and rebuilt then (milliseconds for a stored one), and
+        that request answers late by as much (``docs/decisions/prepared-plans.md``). A PolyDom
+        index answers with its candidates and its chains' prefixes; any other index with any set
+        it holds a model for.
+
+        Raises
+        ------
+        ModelIntegrityError, UntrustedModelError
+            A stored model fails its checks (now rather than at a request).
+        """
+        index = _version_of(self.index)
+        keys = _servable_sets(index)
+        for key in keys:
+            self.plan(key, index)
+        return len(keys)
+
     def serve(self, image, i: int, budget: float, *, guarded: bool = True, speculate: bool | None = None) -> Served:
         """Choose a set for image ``i`` within ``budget`` seconds and compute its features.
 
@@ -379,6 +399,18 @@ class ServingPlanner:
                                    float(predicted), float(s.measured), label, s.steps, s.choice.std_error,
                                    s.computed))
         return out
+
+
+def _servable_sets(index) -> list[int]:
+    """The sets a lookup or a walk of ``index`` can answer with and that have a model: a PolyDom
+    index's candidates and every prefix of its chains; every set with a model otherwise."""
+    candidates = getattr(index, "candidates", None)
+    if candidates is None:
+        return [int(key) for key in index.models]
+    keys = dict.fromkeys(int(m) for m in candidates)
+    for order in index.chains.values():
+        keys.update(dict.fromkeys(chain_prefixes(order)))
+    return [key for key in keys if key in index.models]
 
 
 class Server:

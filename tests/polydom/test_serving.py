@@ -8,6 +8,7 @@ from sklearn.dummy import DummyClassifier
 import polydom
 from polydom.featurizers import REGISTRY, Feature
 from polydom.featurizers.datasets import load_digits_images
+from polydom.index.serving.anytime import chain_prefixes
 from polydom.serving.planner import ServingPlanner
 
 
@@ -149,3 +150,26 @@ def test_an_index_saved_with_a_cap_keeps_it_and_the_default_has_none(fast_params
     assert plain.index_.start_cap is False and capped.index_.start_cap is True
     # The laws come from the same serving-like calls in both; the cap only changes the walk.
     assert len(plain.index_.cost_laws(256.0)[0]) == 41
+
+
+def test_a_server_prepares_every_set_it_can_answer_with_before_its_first_request(tmp_path, fast_params):
+    """A loaded classifier's server reads and rebuilds the models of every candidate and chain
+    prefix when it is made; requests at any size and budget then prepare nothing more."""
+    images, labels, _ = load_digits_images(sides=(16, 24, 32), n_per_class=6, random_state=0)
+    clf = polydom.CostSensitiveClassifier(features=["thumbnail", "intensity_hist", "edge_density"], **fast_params)
+    clf.fit(images, labels)
+    clf.save(tmp_path / "index")
+    loaded = polydom.CostSensitiveClassifier.load(tmp_path / "index")
+    lazy = loaded.index_.models
+    assert set(lazy._cache) <= {0}  # loading reads no model but the empty set's
+    server = loaded.server()
+    index = server.planner.index
+    _, plans = server.planner._cache
+    expected = set(index.candidates) | {p for order in index.chains.values() for p in chain_prefixes(order)}
+    assert index.chains and set(plans) == expected & set(index.models)
+    prepared = dict(plans)
+    for budget in (0.0, 1e-4, 1e-3, 1e-2, 1.0):
+        for i, image in enumerate(images[::5]):
+            served = server.planner.serve(image, i, budget)
+            assert served.plan is prepared[served.choice.key]
+    assert server.planner._cache[1] == prepared  # no request prepared a plan
