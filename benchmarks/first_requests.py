@@ -17,7 +17,10 @@ The index: a default fit with the first ``--features`` features of
 ``benchmarks/features_scale.py`` on its 240 training pictures (natural size, 0.03-1.9 MP);
 the 120 held-out pictures are served.
 
-    python -P benchmarks/first_requests.py [--features 12] [--repeats 3] [--cache DIR]
+With ``--busy N``, N processes spin on the cores while the passes run (the fit runs before them),
+as ``benchmarks/peers.py --busy`` does.
+
+    python -P benchmarks/first_requests.py [--features 12] [--repeats 3] [--cache DIR] [--busy N]
         [--out benchmarks/results/first-requests.md]
 """
 
@@ -36,6 +39,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import features_scale  # noqa: E402  (the pictures, the features and the default fit)
+import peers  # noqa: E402  (busy processes)
 
 BUDGETS = (0.002, 0.005, 0.01, 0.02)
 VARIANTS = ("on demand", "prepared")
@@ -79,6 +83,7 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="passes per variant, alternating")
     parser.add_argument("--cache", default=None, help="features_scale.py's extraction cache (else extracted here)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--busy", type=int, default=0, help="busy processes while the passes run")
     parser.add_argument("--out", default=str(HERE / "results" / "first-requests.md"))
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
@@ -98,20 +103,22 @@ def main(argv=None) -> None:
         sets = len(clf.index_.candidates)
         print(f"fitted in {fit_seconds:.0f} s: {sets} candidates, {len(clf.index_.models)} models", file=sys.stderr)
         pairs = [(i, b) for i in range(len(held)) for b in range(len(BUDGETS))]
-        for r in range(args.repeats):
-            order = [pairs[j] for j in rng.permutation(len(pairs))]
-            for variant in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
-                results[variant].append(one_pass(path, variant, held, order))
-                last = results[variant][-1]
-                print(f"pass {r + 1} {variant}: server made in {1e3 * last['made']:.0f} ms, "
-                      f"{(last['over'] > 0).mean():.1%} late", file=sys.stderr)
+        with peers.busy_processes(args.busy, lambda m: print(m, file=sys.stderr)):
+            for r in range(args.repeats):
+                order = [pairs[j] for j in rng.permutation(len(pairs))]
+                for variant in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
+                    results[variant].append(one_pass(path, variant, held, order))
+                    last = results[variant][-1]
+                    print(f"pass {r + 1} {variant}: server made in {1e3 * last['made']:.0f} ms, "
+                          f"{(last['over'] > 0).mean():.1%} late", file=sys.stderr)
     write_report(pathlib.Path(args.out), args, results, sets, len(clf.index_.models), len(held))
 
 
 def write_report(out: pathlib.Path, args, results: dict, sets: int, models: int, n_held: int) -> None:
     L = ["# A service's first requests after loading: plans prepared on demand or at start", "",
          f"Command: `python -P benchmarks/first_requests.py --features {args.features} --repeats {args.repeats}"
-         f"{' --cache DIR' if args.cache else ''}`. Load average at the end: "
+         f"{' --cache DIR' if args.cache else ''}{f' --busy {args.busy}' if args.busy else ''}`. "
+         f"{f'{args.busy} busy processes spun while the passes ran. ' if args.busy else ''}Load average at the end: "
          f"{' '.join(f'{v:.1f}' for v in os.getloadavg())}.", "",
          f"A default fit with {args.features} features ({sets} candidate sets, {models} models), saved; each pass "
          f"loads it afresh, makes a server and serves each of the {n_held} held-out pictures once at each budget "
