@@ -82,12 +82,12 @@ def without_fit_only_state(model):
     scikit-learn's ``LinearDiscriminantAnalysis`` keeps the within-class covariance
     (``covariance_``, ``p x p`` for ``p`` columns) whenever its solver is ``"lsqr"`` or
     ``"eigen"``; ``predict``, ``predict_proba``, ``decision_function`` and (``"eigen"``)
-    ``transform`` never read it. At a few hundred columns it is most of a stored model: 0.76 MB
-    of a 0.76 MB skops payload at 300 columns, written to the fit cache and the index for every
-    set (``docs/decisions/learners.md``). It is dropped here, inside pipelines and per-label
-    models (``OneVsRestClassifier``) too; with the ``"svd"`` solver it is kept only when asked for
-    (``store_covariance=True``), so it is left alone. Predictions are unchanged. Other
-    estimators are returned as they are.
+    ``transform`` never read it. At a few hundred columns it is most of a stored model: about
+    0.72 MB of a 0.76 MB skops payload at 300 columns, written to the fit cache and the index for
+    every set (``docs/decisions/learners.md``). It is dropped here, inside pipelines and
+    per-label models (``OneVsRestClassifier``) too, from subclasses of scikit-learn's LDA as
+    well; with the ``"svd"`` solver it is kept only when asked for (``store_covariance=True``),
+    so it is left alone. Predictions are unchanged. Other estimators are returned as they are.
     """
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 

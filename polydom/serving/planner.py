@@ -29,8 +29,10 @@ from polydom.errors import PolydomError
 from polydom.featurizers import Feature
 from polydom.featurizers.sources import DecodeDeadline, as_array, decode_image, header_shape, is_encoded
 from polydom.index.base import StoredIndex
+from polydom.lattice import bits_of
 from polydom.index.serving.anytime import FeatureTimeout, chain_prefixes, prepared
 from polydom.index.serving.guards import ServingGuards
+from polydom.index.storage.errors import ModelLoadError
 from polydom.index.serving.lateness import LatePrice
 
 from .answers import Answers
@@ -240,8 +242,12 @@ class ServingPlanner:
             # trained on: a feature whose steps the set lacks adds nothing (polydom.steps), and
             # a step adds no columns.
             items = set(index.features)
-            plan = SetPlan(int(key), tuple(self.features[n] for n in index.features
-                                           if n in chosen and _usable(self.features[n], chosen, items)), model)
+            try:
+                plan = SetPlan(int(key), tuple(self.features[n] for n in index.features
+                                               if n in chosen and _usable(self.features[n], chosen, items)), model)
+            except (AttributeError, TypeError, ValueError) as exc:  # a stored model that passed its checks
+                raise ModelLoadError(f"the model of feature set {sorted(chosen)} cannot serve: "
+                                     f"{type(exc).__name__}: {exc}") from exc
             if cached is not models:
                 plans = {}
                 self._cache = (models, plans)
@@ -259,8 +265,8 @@ class ServingPlanner:
 
         Raises
         ------
-        ModelIntegrityError, UntrustedModelError
-            A stored model fails its checks (now rather than at a request).
+        ModelIntegrityError, UntrustedModelError, ModelLoadError
+            A stored model fails its checks, or cannot serve (now rather than at a request).
         """
         index = _version_of(self.index)
         keys = _servable_sets(index)
@@ -403,13 +409,21 @@ class ServingPlanner:
 
 def _servable_sets(index) -> list[int]:
     """The sets a lookup or a walk of ``index`` can answer with and that have a model: a PolyDom
-    index's candidates and every prefix of its chains; every set with a model otherwise."""
+    index's candidates and every prefix of its chains; every set with a model otherwise.
+
+    A candidate without a chain (one that new cost curves brought onto the skyline) is walked in
+    feature order where the index has chains (:func:`polydom.index.serving.anytime.serve_anytime`),
+    so a cascade may answer with its prefixes in that order: they count too."""
     candidates = getattr(index, "candidates", None)
     if candidates is None:
         return [int(key) for key in index.models]
     keys = dict.fromkeys(int(m) for m in candidates)
     for order in index.chains.values():
         keys.update(dict.fromkeys(chain_prefixes(order)))
+    if index.chains:
+        for m in candidates:
+            if int(m) not in index.chains:
+                keys.update(dict.fromkeys(chain_prefixes(bits_of(int(m)))))
     return [key for key in keys if key in index.models]
 
 

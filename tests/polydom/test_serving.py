@@ -1,6 +1,8 @@
 """The serving planner: one plan per trained set, only the chosen features computed, and plans
 dropped when a loaded index is refreshed to a new version."""
 
+import itertools
+
 import numpy as np
 import pytest
 from sklearn.dummy import DummyClassifier
@@ -173,3 +175,44 @@ def test_a_server_prepares_every_set_it_can_answer_with_before_its_first_request
             served = server.planner.serve(image, i, budget)
             assert served.plan is prepared[served.choice.key]
     assert server.planner._cache[1] == prepared  # no request prepared a plan
+
+
+def test_servable_sets_cover_the_walk_of_candidates_that_new_costs_left_without_a_chain():
+    """New cost curves keep the chains but move the skyline: a candidate without a chain is walked
+    in feature order (a cascade may answer with those prefixes), so they are prepared too."""
+    from polydom.lattice import bits_of
+    from polydom.serving.planner import _servable_sets
+
+    names = ["a", "b", "c", "d"]
+    rng = np.random.default_rng(0)
+    scores = {frozenset(s): 0.3 + 0.1 * len(s) + 0.05 * rng.random()
+              for k in range(5) for s in itertools.combinations(names, k)}
+    index = polydom.build({n: [1e-3 * (i + 1)] for i, n in enumerate(names)},
+                          lambda fs: polydom.Expansion(scores[frozenset(fs)], _constant(len(fs))), e="auto")
+    assert index.chains
+    checked = 0
+    for perm in itertools.permutations(range(4)):
+        other = index.with_costs({n: [1e-3 * (perm[i] + 1) ** 3] for i, n in enumerate(names)})
+        servable = set(_servable_sets(other))
+        for m in other.candidates:
+            assert m in servable
+            order = other.chains.get(m) or bits_of(m)
+            assert {p for p in chain_prefixes(order) if p in other.models} <= servable
+            checked += m not in other.chains
+    assert checked  # some permutation left a candidate without a chain
+
+
+def test_a_model_that_cannot_serve_fails_when_the_server_is_made_with_a_polydom_error(features):
+    """A model that passed its stored checks but cannot serve (here: never fitted) is refused by
+    name when the plans are prepared, not at a request, and as a PolydomError."""
+    from polydom.index.storage.errors import ModelLoadError
+
+    unfitted = DummyClassifier(strategy="most_frequent")
+    models = {frozenset(): _constant(0), frozenset({"fast"}): _constant(1), frozenset({"slow"}): _constant(1),
+              frozenset({"fast", "slow"}): unfitted}
+    index = polydom.build({"fast": [1e-4], "slow": [0.0, 0.0, 1e-8]},
+                          lambda fs: polydom.Expansion(0.5 + 0.1 * len(fs), models[frozenset(fs)]), e=0.0)
+    planner = ServingPlanner(index, features)
+    with pytest.raises(ModelLoadError, match=r"\['fast', 'slow'\] cannot serve") as caught:
+        planner.prepare_plans()
+    assert isinstance(caught.value, polydom.PolydomError)
