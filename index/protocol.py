@@ -312,6 +312,12 @@ class CostSensitiveIndex(StoredIndex, ABC):
 
     # ------------------------------------------------------------------ what was trained
 
+    def answer_sets(self) -> list[int]:
+        """Every set a lookup or a walk of this index may answer with (those without a model
+        included): by default every set with a model. A server prepares them all before its first
+        request (:meth:`polydom.serving.planner.ServingPlanner.prepare_plans`)."""
+        return [int(m) for m in self.models]
+
     @property
     @abstractmethod
     def trained(self) -> Mapping[int, float]:

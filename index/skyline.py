@@ -26,6 +26,7 @@ import numpy as np
 from polydom.index.costs.curve import CostCurve, set_cost_matrix
 from polydom.index.costs.poly import horner_scalar
 from polydom.index.serving.anytime import check_chains, ranked_prefixes, serve_anytime
+from polydom.index.serving.prefixes import answer_sets
 from polydom.lattice import FeatureSpace
 
 from .candidates import candidate_set
@@ -292,6 +293,10 @@ class PolyDomIndex(CostSensitiveIndex):
         ids = self.skyline_ids_at(check_query(size, 0.0, self.domain)[0])
         costs = [horner_scalar(row[::-1], size) for row in self.candidate_coefficients[ids].tolist()]
         return [self.candidates[c] for c in ids], costs, [self.candidate_accuracy[c] for c in ids]
+
+    def answer_sets(self) -> list[int]:
+        """The candidates and every prefix an anytime walk may stop at (:func:`answer_sets`)."""
+        return answer_sets(self.candidates, self.chains)
 
     def with_cascades(self, cascades: Cascades) -> "PolyDomIndex":
         """This index with cascade thresholds for ``select(..., stop_when_confident=True)``."""
@@ -570,15 +575,9 @@ class PolyDomIndex(CostSensitiveIndex):
 
     def skyline_at(self, size: float) -> list[Choice]:
         """The whole skyline valid at ``size``, cost ascending."""
-        check_query(size, 0.0, self.domain)
-        r = bisect_right(self.bounds, size) - 1
-        coef = self.candidate_coefficients[self.skylines[r]]
-        costs = [horner_scalar(row[::-1], size) for row in coef.tolist()]
-        return [
-            Choice(self.space.frozenset(self.candidates[c]), self.candidate_accuracy[c], cost, self.candidates[c], self.models,
-                   self.std_error.get(self.candidates[c]))
-            for c, cost in zip(self.skylines[r], costs)
-        ]
+        masks, costs, accuracies = self.options_at(size)
+        return [Choice(self.space.frozenset(m), acc, cost, m, self.models, self.std_error.get(m))
+                for m, cost, acc in zip(masks, costs, accuracies)]
 
     def check_invariants(self) -> None:
         """Assert the module's invariants (costs checked at both ends and the middle of each range)."""

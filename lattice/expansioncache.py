@@ -51,7 +51,8 @@ class ExpansionCache:
         self._expand_many = expand_many
         streams = all(callable(getattr(expand, name, None)) for name in ("submit", "collect", "cancel"))
         self._stream = expand if streams else None
-        self._guesses = streams and all(callable(getattr(expand, name, None)) for name in ("guess", "claim"))
+        self._guesses = (streams and hasattr(expand, "workers")
+                         and all(callable(getattr(expand, name, None)) for name in ("guess", "claim")))
         bounds = getattr(expand, "value_bounds", None) if streams else None
         self.value_bounds = (float(bounds[0]), float(bounds[1])) if bounds is not None else (-math.inf, math.inf)
         if not self.value_bounds[0] <= self.value_bounds[1]:
@@ -129,7 +130,7 @@ class ExpansionCache:
         ``claim``)."""
         if not self._guesses:
             return 0
-        return max(0, int(getattr(self._stream, "workers", 0) or 0) - len(self.pending))
+        return max(0, int(self._stream.workers or 0) - len(self.pending))
 
     def speculate(self, masks: list[int]) -> list[int]:
         """Start, on idle workers only, sets that may be asked for soon; the ones started.

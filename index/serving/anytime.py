@@ -81,11 +81,11 @@ from polydom.index.serving.prefixes import (  # noqa: F401
     _worth_trying,
     chain_prefixes,
     ranked_prefixes,
+    walk_order,
 )
 from polydom.index.serving.stake import _Stake, law_chance  # noqa: F401
 from polydom.index.serving.walkprep import DEFAULT_GUARD_QUANTILE, _best_with_room, _Need, _Prepared, prepared  # noqa: F401
 from polydom.index.serving.walktrace import Node, edge
-from polydom.lattice import bits_of
 
 __all__ = ["FeatureTimeout", "chain_order", "chain_prefixes", "check_chains", "ranked_prefixes", "serve_anytime"]
 
@@ -377,7 +377,7 @@ class _Walk:
         target = self.target
         if after_compute:
             if self.stop_when_confident:
-                order = index.chains.get(target) or bits_of(target)
+                order = walk_order(index.chains, target)
                 prefix = _confident_prefix(index, target, order, computed, self.values)
                 if prefix is not None:
                     self.served = prefix
@@ -396,7 +396,7 @@ class _Walk:
                 steps.append(("upgrade", better))
         stake = self.stake
         while True:
-            order = index.chains.get(target) or bits_of(target)
+            order = walk_order(index.chains, target)
             pending = [i for i in order if not computed >> i & 1]
             if not pending:
                 self.served = target

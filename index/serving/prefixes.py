@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["chain_prefixes", "ranked_prefixes"]
+from polydom.lattice import bits_of
+
+__all__ = ["answer_sets", "chain_prefixes", "ranked_prefixes", "walk_order"]
 
 
 def chain_prefixes(order: Iterable[int]) -> list[int]:
@@ -21,6 +23,26 @@ def chain_prefixes(order: Iterable[int]) -> list[int]:
         mask |= 1 << i
         out.append(mask)
     return out
+
+
+def walk_order(chains: Mapping[int, Sequence[int]], target: int) -> Sequence[int]:
+    """The order a walk computes ``target``'s features in: its chain, else feature order (a set
+    that new cost curves brought onto the skyline has no chain)."""
+    return chains.get(target) or bits_of(target)
+
+
+def answer_sets(candidates: Iterable[int], chains: Mapping[int, Sequence[int]]) -> list[int]:
+    """Every set a lookup or an anytime walk over ``candidates`` may answer with: the candidates,
+    every prefix of every chain and, where there are chains, the prefixes of each candidate's
+    :func:`walk_order` (a cascade may stop at any of them)."""
+    candidates = [int(m) for m in candidates]
+    keys = dict.fromkeys(candidates)
+    for order in chains.values():
+        keys.update(dict.fromkeys(chain_prefixes(order)))
+    if chains:
+        for m in candidates:
+            keys.update(dict.fromkeys(chain_prefixes(walk_order(chains, m))))
+    return list(keys)
 
 
 def ranked_prefixes(chains: Mapping[int, Sequence[int]], trained: Mapping[int, float]) -> tuple[tuple[int, float], ...]:

@@ -82,28 +82,26 @@ def without_fit_only_state(model):
     scikit-learn's ``LinearDiscriminantAnalysis`` keeps the within-class covariance
     (``covariance_``, ``p x p`` for ``p`` columns) whenever its solver is ``"lsqr"`` or
     ``"eigen"``; ``predict``, ``predict_proba``, ``decision_function`` and (``"eigen"``)
-    ``transform`` never read it. At a few hundred columns it is most of a stored model: about
-    0.72 MB of a 0.76 MB skops payload at 300 columns, written to the fit cache and the index for
-    every set (``docs/decisions/learners.md``). It is dropped here, inside pipelines and
-    per-label models (``OneVsRestClassifier``) too, from subclasses of scikit-learn's LDA as
-    well; with the ``"svd"`` solver it is kept only when asked for (``store_covariance=True``),
-    so it is left alone. Predictions are unchanged. Other estimators are returned as they are.
+    ``transform`` never read it. At a few hundred columns it is most of a stored model, written
+    to the fit cache and the index for every set (sizes: ``docs/decisions/learners.md``). It is
+    dropped here, inside pipelines and per-label models (``OneVsRestClassifier``) too, from
+    subclasses of scikit-learn's LDA as well; with the ``"svd"`` solver it is kept only when
+    asked for (``store_covariance=True``), so it is left alone. Predictions are unchanged. Other
+    estimators are returned as they are.
     """
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.pipeline import Pipeline
 
-    for part in _parts(model):
-        if isinstance(part, LinearDiscriminantAnalysis) and part.solver != "svd" and hasattr(part, "covariance_"):
-            del part.covariance_
+    if isinstance(model, Pipeline):
+        for _, step in model.steps:
+            without_fit_only_state(step)
+    elif isinstance(model, OneVsRestClassifier):
+        for inner in model.estimators_:
+            without_fit_only_state(inner)
+    elif isinstance(model, LinearDiscriminantAnalysis) and model.solver != "svd" and hasattr(model, "covariance_"):
+        del model.covariance_
     return model
-
-
-def _parts(model):
-    """``model`` and the fitted estimators inside it: pipeline steps and per-label models."""
-    yield model
-    for _, step in getattr(model, "steps", ()):
-        yield from _parts(step)
-    for inner in getattr(model, "estimators_", ()) if type(model).__name__ == "OneVsRestClassifier" else ():
-        yield from _parts(inner)
 
 
 def standard_error(scores: Sequence[float], test_fraction: float, n_items: int | None = None) -> float:

@@ -29,8 +29,7 @@ from polydom.errors import PolydomError
 from polydom.featurizers import Feature
 from polydom.featurizers.sources import DecodeDeadline, as_array, decode_image, header_shape, is_encoded
 from polydom.index.base import StoredIndex
-from polydom.lattice import bits_of
-from polydom.index.serving.anytime import FeatureTimeout, chain_prefixes, prepared
+from polydom.index.serving.anytime import FeatureTimeout, prepared
 from polydom.index.serving.guards import ServingGuards
 from polydom.index.storage.errors import ModelLoadError
 from polydom.index.serving.lateness import LatePrice
@@ -259,9 +258,8 @@ class ServingPlanner:
 
         A plan is otherwise prepared on the first request that answers with its set, after the
         walk: the model is read, checked and rebuilt then (milliseconds for a stored one), and
-        that request answers late by as much (``docs/decisions/prepared-plans.md``). A PolyDom
-        index answers with its candidates and its chains' prefixes; any other index with any set
-        it holds a model for.
+        that request answers late by as much (``docs/decisions/prepared-plans.md``). The sets
+        are the index's :meth:`~polydom.index.protocol.CostSensitiveIndex.answer_sets`.
 
         Raises
         ------
@@ -269,7 +267,7 @@ class ServingPlanner:
             A stored model fails its checks, or cannot serve (now rather than at a request).
         """
         index = _version_of(self.index)
-        keys = _servable_sets(index)
+        keys = [key for key in index.answer_sets() if key in index.models]
         for key in keys:
             self.plan(key, index)
         return len(keys)
@@ -405,26 +403,6 @@ class ServingPlanner:
                                    float(predicted), float(s.measured), label, s.steps, s.choice.std_error,
                                    s.computed))
         return out
-
-
-def _servable_sets(index) -> list[int]:
-    """The sets a lookup or a walk of ``index`` can answer with and that have a model: a PolyDom
-    index's candidates and every prefix of its chains; every set with a model otherwise.
-
-    A candidate without a chain (one that new cost curves brought onto the skyline) is walked in
-    feature order where the index has chains (:func:`polydom.index.serving.anytime.serve_anytime`),
-    so a cascade may answer with its prefixes in that order: they count too."""
-    candidates = getattr(index, "candidates", None)
-    if candidates is None:
-        return [int(key) for key in index.models]
-    keys = dict.fromkeys(int(m) for m in candidates)
-    for order in index.chains.values():
-        keys.update(dict.fromkeys(chain_prefixes(order)))
-    if index.chains:
-        for m in candidates:
-            if int(m) not in index.chains:
-                keys.update(dict.fromkeys(chain_prefixes(bits_of(int(m)))))
-    return [key for key in keys if key in index.models]
 
 
 class Server:

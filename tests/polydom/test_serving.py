@@ -181,7 +181,6 @@ def test_servable_sets_cover_the_walk_of_candidates_that_new_costs_left_without_
     """New cost curves keep the chains but move the skyline: a candidate without a chain is walked
     in feature order (a cascade may answer with those prefixes), so they are prepared too."""
     from polydom.lattice import bits_of
-    from polydom.serving.planner import _servable_sets
 
     names = ["a", "b", "c", "d"]
     rng = np.random.default_rng(0)
@@ -193,7 +192,7 @@ def test_servable_sets_cover_the_walk_of_candidates_that_new_costs_left_without_
     checked = 0
     for perm in itertools.permutations(range(4)):
         other = index.with_costs({n: [1e-3 * (perm[i] + 1) ** 3] for i, n in enumerate(names)})
-        servable = set(_servable_sets(other))
+        servable = {m for m in other.answer_sets() if m in other.models}
         for m in other.candidates:
             assert m in servable
             order = other.chains.get(m) or bits_of(m)
