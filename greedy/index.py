@@ -22,6 +22,7 @@ import numpy as np
 
 from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
 from polydom.index.protocol import CostSensitiveIndex
+from polydom.index.skyline import BUDGET_SLACK
 from polydom.index.state import check_std_errors, optional_column, read_optional_column
 from polydom.lattice import FeatureSpace
 
@@ -291,8 +292,8 @@ class GreedyIndex(CostSensitiveIndex):
 
         The target is the most accurate prefix, over every sequence, that a walk can reach at
         ``size``: a feature is started only if the time used plus its predicted cost (times its
-        guard, :meth:`cost_guards`) fits ``budget``, so a prefix is reachable when every one of
-        its steps passes that check on the predicted costs. The sequence :meth:`lookup` walks
+        guard, :meth:`cost_guards`) fits ``budget`` (to 1e-12 relative, as a lookup's answer), so
+        a prefix is reachable when every one of its steps passes that check on the predicted costs. The sequence :meth:`lookup` walks
         wins ties. With guards of 1 at ``n0`` that is the lookup's answer; elsewhere it is at
         least as accurate. Since a prefix reachable within a budget is reachable within any
         larger one, on a clock that matches the curves the served accuracy never falls as the
@@ -349,13 +350,16 @@ class GreedyIndex(CostSensitiveIndex):
         position = {name: i for i, name in enumerate(ix.space.names)}
         walks = [SequenceWalk(names, horners, prefixes, size, [position[n] for n in names], guards)
                  for names, horners, prefixes in zip(seq_names, seq_horner, seq_prefix)]
+        # The lookup's slack, so that a clock matching the curves is not refused the last
+        # feature of a set whose cost equals the budget by a rounding of the sum's order.
+        limit = budget * BUDGET_SLACK
         start = clock()
         elapsed = 0.0
         computed: set[str] = set()
         served = (first, 0)
         floor = -1.0
         while True:
-            target = best_reachable(walks, first, computed, elapsed, budget, floor)
+            target = best_reachable(walks, first, computed, elapsed, limit, floor)
             if target is None:
                 break
             walk, length = walks[target[0]], target[1]
@@ -363,7 +367,7 @@ class GreedyIndex(CostSensitiveIndex):
                 name = walk.names[k]
                 if name in computed:
                     continue
-                if elapsed + walk.cost[k] * walk.guards[k] > budget:
+                if elapsed + walk.cost[k] * walk.guards[k] > limit:
                     break  # slower than predicted: look for another target with what is left
                 cpu_before = cpu_clock() if cpu_clock is not None and learn is not None else None
                 compute(name)
