@@ -212,17 +212,18 @@ class GreedyIndex(CostSensitiveIndex):
 
         The skyline entry with the largest cost at ``n0`` that is ``<= budget`` names a λ; its
         sequence is walked from the first feature, adding each while the running predicted cost
-        at ``size`` stays ``<= budget``, stopping at the first that does not fit. The answer is
-        the last complete prefix -- it may hold more or fewer features than the skyline entry,
-        since ``size`` need not be ``n0`` -- less a preparatory step it ends on (the step's
-        feature did not fit: ``polydom.steps``).
+        at ``size`` stays ``<= budget`` (both to 1e-12 relative, the protocol's slack), stopping
+        at the first that does not fit. The answer is the last complete prefix -- it may hold more
+        or fewer features than the skyline entry, since ``size`` need not be ``n0`` -- less a
+        preparatory step it ends on (the step's feature did not fit: ``polydom.steps``).
 
         ``O(log #skyline + |F| * degree)``.
 
         Returns
         -------
         Choice
-            The prefix, its accuracy, its predicted cost at ``size`` (``<= budget``) and its model.
+            The prefix, its accuracy, its predicted cost at ``size`` (``<= budget``, to the
+            slack) and its model.
 
         Raises
         ------
@@ -235,13 +236,14 @@ class GreedyIndex(CostSensitiveIndex):
         size, budget = check_query(size, budget, domain)
         if not measured[0] <= size <= measured[1]:
             self._outside_measured(size)
-        j = bisect_right(sky_cost, budget) - 1
+        limit = budget * BUDGET_SLACK  # the protocol's slack, as the measured walk's
+        j = bisect_right(sky_cost, limit) - 1
         # j < 0 cannot happen for a valid budget (the first entry costs 0); kept as the spec's rule.
         sid = sky_seq[j if j > 0 else 0]
-        length, spent = walk_predicted(seq_horner[sid], size, budget)
+        length, spent = walk_predicted(seq_horner[sid], size, limit)
         served = seq_served[sid][length]
         if served < length:  # the walk ended on a step: the prefix before it, at its own cost
-            length, spent = walk_predicted(seq_horner[sid][:served], size, budget)
+            length, spent = walk_predicted(seq_horner[sid][:served], size, limit)
         features, accuracy, key, std_error = seq_prefix[sid][length]
         return Choice(features, accuracy, spent, key, models, std_error)
 
@@ -292,12 +294,13 @@ class GreedyIndex(CostSensitiveIndex):
 
         The target is the most accurate prefix, over every sequence, that a walk can reach at
         ``size``: a feature is started only if the time used plus its predicted cost (times its
-        guard, :meth:`cost_guards`) fits ``budget`` (to 1e-12 relative, as a lookup's answer), so
-        a prefix is reachable when every one of its steps passes that check on the predicted costs. The sequence :meth:`lookup` walks
-        wins ties. With guards of 1 at ``n0`` that is the lookup's answer; elsewhere it is at
-        least as accurate. Since a prefix reachable within a budget is reachable within any
-        larger one, on a clock that matches the curves the served accuracy never falls as the
-        budget grows -- even where the guards refuse the lookup's sequence at its first feature.
+        guard, :meth:`cost_guards`) fits ``budget`` (to 1e-12 relative, as :meth:`lookup`), so
+        a prefix is reachable when every one of its steps passes that check on the predicted
+        costs. The sequence :meth:`lookup` walks wins ties. With guards of 1 at ``n0`` that is
+        the lookup's answer; elsewhere it is at least as accurate. Since a prefix reachable within
+        a budget is reachable within any larger one, on a clock that matches the curves the served
+        accuracy never falls as the budget grows -- even where the guards refuse the lookup's
+        sequence at its first feature.
 
         If the clock refuses a step of the target (a feature ran slow), the walk continues with
         the most accurate prefix of any sequence that beats what is computed and is reachable
@@ -343,16 +346,16 @@ class GreedyIndex(CostSensitiveIndex):
             raise ValueError("this index has no cascade thresholds; train them (cascade=True) to stop when confident")
         if not callable(compute):
             raise TypeError(f"compute must be callable, got {compute!r}")
-        j = bisect_right(sky_cost, budget) - 1
+        # The lookup's slack, so that a clock matching the curves is not refused the last
+        # feature of a set whose cost equals the budget by a rounding of the sum's order.
+        limit = budget * BUDGET_SLACK
+        j = bisect_right(sky_cost, limit) - 1
         first = sky_seq[j if j > 0 else 0]
         guards = ix.walk_guards(size, guarded, serving_guards)
         learn = serving_guards if guarded else None
         position = {name: i for i, name in enumerate(ix.space.names)}
         walks = [SequenceWalk(names, horners, prefixes, size, [position[n] for n in names], guards)
                  for names, horners, prefixes in zip(seq_names, seq_horner, seq_prefix)]
-        # The lookup's slack, so that a clock matching the curves is not refused the last
-        # feature of a set whose cost equals the budget by a rounding of the sum's order.
-        limit = budget * BUDGET_SLACK
         start = clock()
         elapsed = 0.0
         computed: set[str] = set()
@@ -404,6 +407,7 @@ class GreedyIndex(CostSensitiveIndex):
         (domain, sky_cost_arr, sky_seq_arr, feature_horner, order, prefix_key, prefix_acc, space, models,
          std_errors, seq_served) = self._snapshot[2]
         n, c = check_queries(sizes, budgets, domain)
+        c = c * BUDGET_SLACK  # the protocol's slack, as lookup's
         entry = np.maximum(np.searchsorted(sky_cost_arr, c, side="right") - 1, 0)
         sid = sky_seq_arr[entry]
         per_feature = np.zeros((len(n), len(space)))

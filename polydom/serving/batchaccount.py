@@ -121,8 +121,10 @@ def served_options(index, sizes, *, max_item_budget: float | None = None) -> tup
     shape = (len(unique), width)
     keys, costs, accuracy, budgets = (np.full(shape, -1, dtype=np.int64), np.full(shape, np.inf),
                                       np.full(shape, np.nan), np.full(shape, np.inf))
+    # A lookup may serve a set up to the protocol's slack above its budget (its cost summed in
+    # another order than the option's): such a set's budget is its own cost, so budgets >= costs.
     keys[row, column], costs[row, column], accuracy[row, column], budgets[row, column] = (
-        served.keys, served.cost, served.accuracy, asked)
+        served.keys, served.cost, served.accuracy, np.maximum(asked, served.cost))
     # Each distinct served set once: its first entry in the row, whose budget is the least
     # (budgets ascend along a row). A stable sort by set puts each set's first entry first.
     by_set = np.argsort(np.where(valid, keys, np.iinfo(np.int64).max), axis=1, kind="stable")

@@ -103,19 +103,24 @@ def test_overrunning_feature_stops_the_walk_early():
 
 
 @pytest.mark.parametrize("backend", ["greedy", "greedy-acc", "greedy-cost"])
-def test_a_clock_an_ulp_past_the_curves_still_serves_at_least_the_lookups_set(backend):
-    # A clock matching the curves sums the same costs in another order (a batch plan's per-set
-    # cost against the walk's per-feature sum): an ulp over a budget equal to the set's cost
-    # must not refuse its last feature.
+def test_budgets_an_ulp_from_a_sets_cost_serve_the_lookups_set_at_n0(backend):
+    # A clock matching the curves may sum the same costs in another order than the budget was
+    # summed in (a batch plan's set cost against the walk's per-feature sum). Lookup and walk
+    # share the protocol's slack, so an ulp either way changes neither, and they agree.
     inst, index = _index(backend=backend)
     size = index.n0
-    for want in index.skyline[1:]:
-        budget = want.cost
-        choice = index.lookup(size, budget)
-        clock = FakeClock({f: inst.costs[f](size) for f in inst.costs})
-        ulp_late = lambda: float(np.nextafter(clock.now, math.inf)) if clock.computed else 0.0  # noqa: E731
-        got = index.anytime(size, budget, clock.compute, clock=ulp_late)
-        assert got.accuracy >= choice.accuracy and got.cost <= budget * (1 + 1e-12)
+    for entry in index.skyline[1:]:
+        for budget in (entry.cost, float(np.nextafter(entry.cost, 0.0)), float(np.nextafter(entry.cost, math.inf))):
+            choice = index.lookup(size, budget)
+            assert choice.features == index.lookup(size, entry.cost).features
+            for late in (False, True):
+                clock = FakeClock({f: inst.costs[f](size) for f in inst.costs})
+                read = (lambda: float(np.nextafter(clock.now, math.inf))) if late else clock
+                got = index.anytime(size, budget, clock.compute, clock=read)
+                assert got.features == choice.features and got.accuracy == choice.accuracy
+                assert got.cost <= budget * (1 + 1e-12) or late
+            batch = index.lookup_many([size], [budget])
+            assert batch[0].features == choice.features and batch[0].cost == choice.cost
 
 
 def test_overrun_past_the_budget_keeps_the_computed_prefix_and_reports_measured_time():

@@ -395,7 +395,7 @@ def _old_served_options(index, sizes, max_item_budget=None):
     for u in range(len(unique)):
         entries = {}
         for k in range(starts[u], starts[u + 1]):
-            entries.setdefault(keys[k], (cost[k], acc[k], float(asked[k])))
+            entries.setdefault(keys[k], (cost[k], acc[k], max(float(asked[k]), cost[k])))  # budget >= cost
         ordered = sorted(entries.items(), key=lambda e: (e[1][0], -e[1][1], e[1][2]))
         counts[u] = len(ordered)
         for j, (key, (c, a, b)) in enumerate(ordered):
