@@ -22,7 +22,7 @@ import numpy as np
 
 from polydom.index import Batch, Choice, CostCurve, IndexState, check_queries, check_query
 from polydom.index.protocol import CostSensitiveIndex
-from polydom.index.skyline import BUDGET_SLACK
+from polydom.index.queries import BUDGET_SLACK
 from polydom.index.state import check_std_errors, optional_column, read_optional_column
 from polydom.lattice import FeatureSpace
 

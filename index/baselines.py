@@ -9,7 +9,8 @@ import numpy as np
 from polydom.index.costs.poly import horner, horner_scalar
 
 from .build import index_from_expanded
-from .skyline import BUDGET_SLACK, PolyDomIndex, check_query
+from .queries import BUDGET_SLACK
+from .skyline import PolyDomIndex, check_query
 from .values import Choice
 
 __all__ = ["PolyDomIndexAll", "NaiveLookup"]

@@ -9,9 +9,15 @@ import numpy as np
 from .errors import QueryError, QueryTypeError
 from .values import Choice, is_real
 
-__all__ = ["Batch", "bad_query", "check_queries", "check_query", "as_real"]
+__all__ = ["BUDGET_SLACK", "Batch", "bad_query", "check_queries", "check_query", "as_real"]
 
 _PLAIN = (float, int)
+
+#: Every backend's lookups and walks count a cost within this relative distance above the budget
+#: as fitting (the protocol's slack). Two curves that cross at the query size can be out of order
+#: by an ulp there, and a clock matching the curves may sum a set's costs in another order than its
+#: budget was summed in; without the slack a budget equal to a set's cost could refuse it.
+BUDGET_SLACK = 1.0 + 1e-12
 
 
 def as_real(name: str, value) -> float:

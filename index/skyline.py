@@ -32,17 +32,13 @@ from polydom.lattice import FeatureSpace
 from .candidates import candidate_set
 from .cascade import Cascades
 from .protocol import CostSensitiveIndex
-from .queries import Batch, bad_query, check_queries, check_query
+from .queries import BUDGET_SLACK, Batch, bad_query, check_queries, check_query
 from .ranking import rank_scores, step_needs
 from .state import IndexState
 from .sweep import check_against_brute_force, sweep
 from .values import Choice
 
 _FLOAT_MAX = sys.float_info.max
-#: Costs within this relative distance above the budget count as fitting. Two curves that cross
-#: at the query size can be out of order by an ulp there; without the slack a budget equal to one
-#: of their costs could stop the bisection early and return a far worse set.
-BUDGET_SLACK = 1.0 + 1e-12
 _new_choice = tuple.__new__
 
 __all__ = ["PolyDomIndex", "IndexState", "Batch", "check_query", "check_queries"]

@@ -73,6 +73,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from polydom.index.errors import FeatureTimeout  # noqa: F401 - defined with the package's errors
+from polydom.index.queries import BUDGET_SLACK
 
 # The walk's parts, each in a module of its own; their names stay importable from here.
 from polydom.index.serving.prefixes import (  # noqa: F401
@@ -300,7 +301,7 @@ class _Walk:
         self.index, self.prep, self.size, self.budget = index, prep, size, budget
         self.compute, self.clock, self.start, self.cpu_clock = compute, clock, start, cpu_clock
         self.cost, self.guards, self.need = cost, guards, _Need(cost, guards, totals, memo)
-        self.limit = budget * _SLACK
+        self.limit = budget * BUDGET_SLACK  # the lookup's, so a clock matching the curves serves what it does
         self.speculate, self.stop_when_confident = speculate, stop_when_confident
         self.stake = _Stake(index, stake_guards, serving_guards, size, price, laws, prep.z) if guarded else None
         self.names = index.space.names
@@ -480,10 +481,6 @@ class _Walk:
 def _past(x: float, direction: float) -> float:
     """``x`` moved a hair in ``direction`` (+1 later, -1 earlier), past a threshold's rounding."""
     return x + direction * (abs(x) * 1e-12 + 1e-15)
-
-
-#: The lookup's relative budget slack, so that a clock matching the curves serves what it does.
-_SLACK = 1.0 + 1e-12
 
 
 def _confident_prefix(index, target: int, order, computed: int, values) -> int | None:

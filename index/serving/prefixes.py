@@ -39,9 +39,10 @@ def answer_sets(candidates: Iterable[int], chains: Mapping[int, Sequence[int]]) 
     keys = dict.fromkeys(candidates)
     for order in chains.values():
         keys.update(dict.fromkeys(chain_prefixes(order)))
-    if chains:
+    if chains:  # a candidate with a chain has its prefixes above already
         for m in candidates:
-            keys.update(dict.fromkeys(chain_prefixes(walk_order(chains, m))))
+            if m not in chains:
+                keys.update(dict.fromkeys(chain_prefixes(bits_of(m))))
     return list(keys)
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import polydom
 from polydom.greedy import GreedyIndex, prefix_masks
-from polydom.index.skyline import BUDGET_SLACK  # the protocol's slack, which lookups apply
+from polydom.index.queries import BUDGET_SLACK  # the protocol's slack, which lookups apply
 from polydom.testing import BruteForce
 
 SETTINGS = settings(
