@@ -22,6 +22,10 @@ stop a candidate whose upper bound cannot reach the best) applied to the cost-ac
 :func:`polydom.index.build.build_polydom` finishes a set only while its bound could put it on
 the skyline.
 
+The matrices are small: fits run with one thread in the BLAS and OpenMP pools of each process
+(:attr:`FeatureSetLearner.LIBRARY_THREADS`), and parallelism comes from ``n_jobs``, over sets
+and folds (``docs/decisions/library-threads.md``).
+
 A build fits a learner thousands of times; one that warns (a ``ConvergenceWarning``) would print
 the same lines for every fit. Fits run under a :class:`WarningTally`, which counts the warnings
 by category and message instead, and the build reports them once (:class:`LearnerWarning`).
@@ -29,7 +33,10 @@ by category and message instead, and the build reports them once (:class:`Learne
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -45,6 +52,21 @@ __all__ = [
     "ScoringError", "FeatureSetLearner", "as_learners", "default_estimator", "default_learners", "make_splits", "standard_error",
     "LearnerWarning", "WarningTally", "CountingExpand",
 ]
+
+
+_found_pools: dict = {"modules": -1, "controller": None}
+
+
+def _thread_pools():
+    """This process's BLAS and OpenMP pools (threadpoolctl, installed with scikit-learn). Looking
+    them up costs about 2 ms and limiting found ones some microseconds, so they are looked up
+    again only when a module was imported since the last look (an extension module can bring a
+    library of its own)."""
+    from threadpoolctl import ThreadpoolController
+
+    if _found_pools["modules"] != len(sys.modules):
+        _found_pools.update(controller=ThreadpoolController(), modules=len(sys.modules))
+    return _found_pools["controller"]
 
 
 class FeatureSetLearner:
@@ -301,7 +323,7 @@ class FeatureSetLearner:
         for train, test in self.splits if splits is None else splits:
             if not np.isnan(proba[test, 0]).any():
                 continue  # covered by an earlier fold: a later repeat
-            with self.warnings.catching():
+            with self.warnings.catching(), self._library_threads():
                 fitted = clone(model).fit(Xs[train], self.y[train])
             fold_models.append(fitted)
             cols = np.searchsorted(classes, fitted.classes_)
@@ -356,6 +378,10 @@ class FeatureSetLearner:
     #: per-fit overhead) and every learner's accuracy is counted from its predictions, without the scorer's
     #: checks of the targets (the same value); off, every fold fits and scores through scikit-learn.
     FAST_LDA = True
+    #: Threads of the BLAS and OpenMP pools while a set's models are fitted (None: the libraries'
+    #: own, one per core). The matrices are small, and on 2 cores a default fit took 2.7 times
+    #: as long with two threads, quiet (``docs/decisions/library-threads.md``).
+    LIBRARY_THREADS: int | None = 1
     #: Sets decided with the full field before a learner that keeps losing may retire.
     RETIRE_AFTER = 12
     #: The share of those sets a learner must win to stay in the race.
@@ -413,14 +439,28 @@ class FeatureSetLearner:
                 return float(np.mean(model.predict(Xs[test]) == self.y[test])), caught
             return float(self._scorer(model, Xs[test], self.y[test])), caught
 
+    def _library_threads(self):
+        """A context holding this process's BLAS and OpenMP pools to :attr:`LIBRARY_THREADS`, on
+        the process's main thread (a worker process's too).
+
+        Threads of a threading engine fit as the pools are set: a BLAS library's threads are
+        set for the whole process, so limits saved and restored by batches running at once
+        would leave the process limited or not depending on who finished last (and OpenBLAS
+        0.3.30 did not take a limit set from another thread once the main thread had set one).
+        """
+        if self.LIBRARY_THREADS is None or threading.current_thread() is not threading.main_thread():
+            return contextlib.nullcontext()
+        return _thread_pools().limit(limits=self.LIBRARY_THREADS)
+
     def _run(self, tasks: list[tuple], sliced: dict, n_jobs: int | None = None) -> list:
         """``tasks`` of ``(set, estimator, train, test)`` through :meth:`_fit_one`, in order; the
         warnings of each fit are counted for this learner and for its set. ``n_jobs``: instead
         of :attr:`n_jobs`."""
         n_jobs = self.n_jobs if n_jobs is None else n_jobs
         if n_jobs in (None, 1) or len(tasks) < 2:
-            done = [self._fit_one(est, sliced[s], tr, te) for s, est, tr, te in tasks]
-        else:
+            with self._library_threads():
+                done = [self._fit_one(est, sliced[s], tr, te) for s, est, tr, te in tasks]
+        else:  # joblib's workers share the cores out among their own pools
             from joblib import Parallel, delayed
 
             done = Parallel(n_jobs=n_jobs)(delayed(self._fit_one)(est, sliced[s], tr, te) for s, est, tr, te in tasks)

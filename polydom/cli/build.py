@@ -63,10 +63,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", default=None, help="resumable expansion cache directory")
     parser.add_argument("--cache-key", default=None, help="cache key (default: the SPEC's cache_key)")
     parser.add_argument("--max-expansions", type=int, default=None, help="refuse to train more sets than this")
-    parser.add_argument("--blas-threads", type=int, default=1, metavar="N",
-                        help="BLAS threads per process while training (default 1: a build fits many small models, "
-                             "and on a busy machine spinning BLAS threads made one 20 times slower; 0: the BLAS "
-                             "library's default)")
+    parser.add_argument("--blas-threads", type=int, default=None, metavar="N",
+                        help="BLAS threads per process while a black box trains (default 1: a build fits many small "
+                             "models, and on a busy machine spinning BLAS threads made one 20 times slower; 0: the "
+                             "BLAS library's default). An images SPEC's classifier always fits with one")
 
 
 def _get(obj, name, default=None):
@@ -114,12 +114,14 @@ def run(args: argparse.Namespace) -> int:
     images = _get(obj, "images") is not None
     if images:
         unsupported = [flag for flag, value in (("--time-budget", args.time_budget), ("--max-expansions", args.max_expansions),
-                                                ("--n0", args.n0), ("--cache-key", args.cache_key)) if value is not None]
+                                                ("--n0", args.n0), ("--cache-key", args.cache_key),
+                                                ("--blas-threads", args.blas_threads)) if value is not None]
         if unsupported:
             raise SpecError(f"{', '.join(unsupported)} cannot be used with an images SPEC")
     # The classifier keeps its trained sets under CACHE/expansions; a black box right in CACHE.
     cache = None if args.cache is None else (os.path.join(args.cache, "expansions") if images else args.cache)
-    with warnings.catch_warnings(record=True) as caught, _blas_threads(args.blas_threads):
+    # An images SPEC's classifier holds its fits to one thread itself (FeatureSetLearner.LIBRARY_THREADS).
+    with warnings.catch_warnings(record=True) as caught, _blas_threads(1 if args.blas_threads is None else args.blas_threads):
         try:
             index = _build_images(obj, args) if images else _build_black_box(obj, args)
         except KeyboardInterrupt:
@@ -177,7 +179,7 @@ def _check_options(args) -> None:
         raise SpecError(f"--time-budget must be > 0, got {args.time_budget}")
     if args.max_expansions is not None and args.max_expansions < 1:
         raise SpecError(f"--max-expansions must be >= 1, got {args.max_expansions}")
-    if args.blas_threads < 0:
+    if args.blas_threads is not None and args.blas_threads < 0:
         raise SpecError(f"--blas-threads must be >= 0, got {args.blas_threads}")
     if args.scores is not None and args.backend != "polydom":
         raise SpecError(f"--scores ranks PolyDom's trained sets; backend {args.backend!r} has none to rank")

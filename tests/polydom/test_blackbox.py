@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import load_digits
 from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
@@ -177,3 +178,75 @@ def test_a_pickled_learner_carries_the_race_but_not_the_results(digits):
     assert copy.cache == {} and copy.fold_scores == {} and copy.race["retired"] == ["x"]
     assert len(pickle.dumps(learner)) < empty + 100  # the trained models stay here
     assert copy(frozenset({"top"})).accuracy == learner(frozenset({"top"})).accuracy
+
+
+class _PoolWatcher(ClassifierMixin, BaseEstimator):
+    """Predicts the first class; records the threads of every BLAS and OpenMP pool while it fits."""
+
+    seen: list = []
+
+    def fit(self, X, y):
+        type(self).seen.append(_pool_threads())
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def _pool_threads() -> dict:
+    from threadpoolctl import threadpool_info
+
+    return {pool["filepath"]: pool["num_threads"] for pool in threadpool_info()}
+
+
+@pytest.fixture()
+def pools_as_found():
+    """The process's pools as the libraries set them (one thread per core); skipped where none
+    takes more than one thread (a 1-core machine). Not set here: a limit set by this thread
+    would keep later limits from other threads from showing in some BLAS builds."""
+    pools = _pool_threads()
+    if not any(n > 1 for n in pools.values()):
+        pytest.skip("no BLAS or OpenMP pool here takes more than one thread")
+    return pools
+
+
+@pytest.mark.parametrize("library_threads", [1, None])
+def test_fits_run_with_one_thread_per_pool_and_the_pools_are_restored(digits, monkeypatch, pools_as_found,
+                                                                      library_threads):
+    monkeypatch.setattr(FeatureSetLearner, "LIBRARY_THREADS", library_threads)
+    monkeypatch.setattr(_PoolWatcher, "seen", [])
+    X, y, columns = digits
+    learner = FeatureSetLearner(X, y, columns, _PoolWatcher(), make_splits(3, y, random_state=0))
+    learner.many([{"top"}, {"top", "bottom"}])
+    learner.oof_proba({"bottom"})  # the cascades' fold models
+    assert len(_PoolWatcher.seen) >= 2 * 4
+    expected = {path: 1 for path in pools_as_found} if library_threads == 1 else pools_as_found
+    assert all(seen == expected for seen in _PoolWatcher.seen)
+    assert _pool_threads() == pools_as_found
+
+
+def test_fits_on_an_engines_threads_leave_the_pools_as_they_are(digits, monkeypatch, pools_as_found):
+    """Only a process's main thread limits the pools: batches running at once on a threading
+    engine's threads would otherwise save and restore each other's limits."""
+    import threading
+
+    X, y, columns = digits
+    learner = FeatureSetLearner(X, y, columns, _PoolWatcher(), make_splits(3, y, random_state=0))
+    monkeypatch.setattr(_PoolWatcher, "seen", [])
+    errors = []
+
+    def batch(features):
+        try:
+            learner.many([features])
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=batch, args=({name},)) for name in columns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert len(_PoolWatcher.seen) == 2 * 4 and all(seen == pools_as_found for seen in _PoolWatcher.seen)
+    assert _pool_threads() == pools_as_found

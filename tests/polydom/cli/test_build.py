@@ -161,3 +161,12 @@ def test_console_script_exit_code(spec_file, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert polydom.load(out).backend == "greedy"
+
+
+def test_an_images_build_refuses_blas_threads_its_classifier_would_not_use(tmp_path, capsys):
+    spec = tmp_path / "images.py"
+    spec.write_text(IMAGES_SPEC)
+    out = tmp_path / "index"
+    assert main(["build", f"{spec}:DIGITS", "--out", str(out), "--blas-threads", "0"]) == 2
+    assert "--blas-threads cannot be used with an images SPEC" in capsys.readouterr().err
+    assert not out.exists()
