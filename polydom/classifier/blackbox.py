@@ -379,8 +379,8 @@ class FeatureSetLearner:
     #: checks of the targets (the same value); off, every fold fits and scores through scikit-learn.
     FAST_LDA = True
     #: Threads of the BLAS and OpenMP pools while a set's models are fitted (None: the libraries'
-    #: own, one per core). The matrices are small, and on 2 cores a default fit took 2.7 times
-    #: as long with two threads, quiet (``docs/decisions/library-threads.md``).
+    #: own, one per core). The matrices are small: on 2 cores a default fit took 2.1 to 2.7 times
+    #: as long with two threads, 4.3 times with the cores busy (``docs/decisions/library-threads.md``).
     LIBRARY_THREADS: int | None = 1
     #: Sets decided with the full field before a learner that keeps losing may retire.
     RETIRE_AFTER = 12
