@@ -202,9 +202,8 @@ def _pool_threads() -> dict:
 
 @pytest.fixture()
 def pools_as_found():
-    """The process's pools as the libraries set them (one thread per core); skipped where none
-    takes more than one thread (a 1-core machine). Not set here: a limit set by this thread
-    would keep later limits from other threads from showing in some BLAS builds."""
+    """The process's pools as a user's process has them (the libraries' own: one thread per
+    core); skipped where none takes more than one thread (a 1-core machine)."""
     pools = _pool_threads()
     if not any(n > 1 for n in pools.values()):
         pytest.skip("no BLAS or OpenMP pool here takes more than one thread")
