@@ -49,6 +49,10 @@ class FeatureMatrix:
     cpu_seconds : ndarray of shape (n_items, n_features), optional
         The computing thread's CPU time of the same calls: the feature's own work, which other
         processes' preemptions do not lengthen. None from caches written before it was kept.
+    workers : int, optional
+        How many workers computed the items side by side (1: one after another), so whether
+        the times were taken while workers shared the machine. None from caches written
+        before it was kept.
     """
 
     X: np.ndarray
@@ -56,6 +60,7 @@ class FeatureMatrix:
     seconds: np.ndarray
     cached: bool = False
     cpu_seconds: np.ndarray | None = None
+    workers: int | None = 1
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -147,15 +152,18 @@ def _read_cache(path: str, n: int, names: Sequence[str], widths: Sequence[int]):
         with np.load(path, allow_pickle=False) as data:
             X, seconds = data["X"], data["seconds"]
             cpu_seconds = data["cpu_seconds"] if "cpu_seconds" in data.files else None
+            workers = int(data["workers"]) if "workers" in data.files else None
             stored_names = [str(s) for s in data["names"]]
             stored_widths = data["widths"].tolist()
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, TypeError):
         return None
     if stored_names != list(names) or stored_widths != list(widths) or X.shape != (n, sum(widths)):
         return None
     if seconds.shape != (n, len(names)) or (cpu_seconds is not None and cpu_seconds.shape != seconds.shape):
         return None
-    return X, seconds, cpu_seconds
+    if workers is not None and workers < 1:
+        return None
+    return X, seconds, cpu_seconds, workers
 
 
 def write_atomically(path: str, write) -> None:
@@ -174,9 +182,10 @@ def write_atomically(path: str, write) -> None:
         raise
 
 
-def _write_cache(path: str, X, seconds, cpu_seconds, names, widths) -> None:
+def _write_cache(path: str, X, seconds, cpu_seconds, names, widths, workers: int = 1) -> None:
     write_atomically(path, lambda fh: np.savez(fh, X=X, seconds=seconds, cpu_seconds=cpu_seconds,
-                                               names=np.array(list(names)), widths=np.array(widths, dtype=np.int64)))
+                                               names=np.array(list(names)), widths=np.array(widths, dtype=np.int64),
+                                               workers=np.int64(workers)))
 
 
 def extract_features(
@@ -235,7 +244,7 @@ def extract_features(
     if path is not None and os.path.exists(path):
         hit = _read_cache(path, len(images), names, widths)
         if hit is not None:
-            return FeatureMatrix(hit[0], columns, hit[1], cached=True, cpu_seconds=hit[2])
+            return FeatureMatrix(hit[0], columns, hit[1], cached=True, cpu_seconds=hit[2], workers=hit[3])
 
     from joblib import Parallel, delayed, effective_n_jobs
 
@@ -272,6 +281,6 @@ def extract_features(
     X = np.concatenate(rows)
     seconds, cpu_seconds = np.concatenate(secs), np.concatenate(cpus)
     if path is not None:
-        _write_cache(path, X, seconds, cpu_seconds, names, widths)
-    return FeatureMatrix(X, columns, seconds, cpu_seconds=cpu_seconds)
+        _write_cache(path, X, seconds, cpu_seconds, names, widths, workers)
+    return FeatureMatrix(X, columns, seconds, cpu_seconds=cpu_seconds, workers=workers)
 

@@ -207,7 +207,9 @@ def _measure_costs(images, sizes, matrix, items, s: FitSettings, say, counter=No
     """
     started = time.perf_counter()
     budget = TIMING_SHARE * float(np.nansum(matrix.seconds))
-    parallel = s.n_jobs not in (None, 1)
+    # Whether the extraction's calls shared the machine: as the matrix records it (a cached one
+    # may come from a fit with other workers), else as this fit would have computed it.
+    parallel = s.n_jobs not in (None, 1) if matrix.workers is None else matrix.workers > 1
     sample = None
     if parallel:
         # Half the budget for the sequential sample: at the extraction's mean time per image.

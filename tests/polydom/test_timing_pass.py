@@ -165,3 +165,40 @@ def test_rescoring_the_finalists_has_a_line_with_a_total_and_the_time_left():
         bar.rescored(done, 40)
     lines = [line for line in out.getvalue().splitlines() if "again on further folds" in line]
     assert lines and "8 of 40" in lines[0] and "about 8 s left" in lines[0]  # 8 sets in 2 s, 32 to go
+
+
+def test_a_cached_matrix_remembers_how_many_workers_computed_it(digits, tmp_path):
+    images, _ = digits
+    features = resolve_features(["intensity_hist", "thumbnail"])
+    serial = extract_features(images, features, cache_dir=tmp_path / "a", progress=False)
+    parallel = extract_features(images, features, n_jobs=2, cache_dir=tmp_path / "b", progress=False)
+    assert (serial.workers, parallel.workers) == (1, 2) and not serial.cached
+    again = [extract_features(images, features, cache_dir=tmp_path / d, progress=False, n_jobs=n)
+             for d, n in (("a", 2), ("b", None))]
+    assert [(m.cached, m.workers) for m in again] == [(True, 1), (True, 2)]  # as computed, not as asked now
+    # A cache written before the count was kept reads as unknown.
+    (path,) = (tmp_path / "a").glob("features-*.npz")
+    with np.load(path) as data:
+        kept = {key: data[key] for key in data.files if key != "workers"}
+    np.savez(path, **kept)
+    old = extract_features(images, features, cache_dir=tmp_path / "a", progress=False)
+    assert old.cached and old.workers is None
+    np.testing.assert_array_equal(old.X, serial.X)
+
+
+@pytest.mark.parametrize("first, then, sampled", [(2, None, True), (None, 2, False)])
+def test_the_timing_pass_samples_again_when_the_matrix_was_computed_in_parallel(digits, tmp_path, capsys,
+                                                                                 first, then, sampled):
+    """Whether the training calls shared the machine is the matrix's record, not this fit's
+    ``n_jobs``: a refit on a cached matrix (another timing setting, so the costs are measured
+    again) times a sample one by one only where the matrix came from parallel workers."""
+    images, labels = digits
+    names = ["intensity_hist", "thumbnail", "edge_density", "lbp"]
+    polydom.CostSensitiveClassifier(features=names, cv=2, random_state=0, cache_dir=tmp_path, n_jobs=first,
+                                    progress=True).fit(images, labels)
+    capsys.readouterr()
+    polydom.CostSensitiveClassifier(features=names, cv=2, random_state=0, cache_dir=tmp_path, n_jobs=then,
+                                    timing=polydom.Timing(repeats=4), progress=True).fit(images, labels)
+    err = capsys.readouterr().err
+    assert "polydom: computing 4 features of" in err and "timing 4 features" in err
+    assert ("one after another (the workers shared the machine)" in err) is sampled
