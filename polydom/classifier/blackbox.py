@@ -69,6 +69,34 @@ def _thread_pools():
     return _found_pools["controller"]
 
 
+def _fit(model, Xs: np.ndarray, y: np.ndarray, train, test, fast_accuracy: bool, scorer):
+    """Fit a clone of ``model`` on the ``train`` rows of ``Xs``; its score on ``test`` (the model,
+    fitted on every row, when ``test`` is None), with the keys of the warnings the fit raised
+    (:class:`WarningTally`). ``fast_accuracy``: plain accuracy, the default LDA's fold scores
+    from :mod:`~polydom.classifier.fastlda`."""
+    from sklearn.base import clone
+
+    if test is not None and fast_accuracy and is_default_lda(model):
+        # The same predictions as the pipeline's, without its per-fit overhead (fastlda).
+        predicted = fold_predictions(Xs[train], y[train], Xs[test])
+        if predicted is not None:
+            return float(np.mean(predicted == y[test])), []
+    caught: list = []
+    with WarningTally().catching(caught):
+        model = clone(model)
+        if train is None:  # the set's model, kept in the fit cache and the index
+            return without_fit_only_state(model.fit(Xs, y)), caught
+        model.fit(Xs[train], y[train])
+        if fast_accuracy:  # accuracy_score's value without its checks of the targets
+            return float(np.mean(model.predict(Xs[test]) == y[test])), caught
+        return float(scorer(model, Xs[test], y[test])), caught
+
+
+def _fit_in_a_row(Xs: np.ndarray, y: np.ndarray, fits, fast_accuracy: bool, scorer) -> list:
+    """:func:`_fit` for each ``(model, train, test)`` of one set, in order (a worker's job)."""
+    return [_fit(model, Xs, y, train, test, fast_accuracy, scorer) for model, train, test in fits]
+
+
 class FeatureSetLearner:
     """Train and score the best of several learners per feature set over a precomputed matrix.
 
@@ -94,8 +122,9 @@ class FeatureSetLearner:
         A scikit-learn scorer name or ``scorer(estimator, X, y)``; its values must lie in
         ``[0, 1]`` (accuracy, balanced accuracy, F1, ...).
     n_jobs : int, optional
-        Fits of a batch run in parallel through joblib (the caller's ``joblib.parallel_config``
-        chooses the engine). Leave it ``None`` when the lattice already trains sets in parallel.
+        The sets of a batch are fitted in parallel through joblib, one job per set (the caller's
+        ``joblib.parallel_config`` chooses the engine). Leave it ``None`` when the lattice
+        already trains sets in parallel.
     rescore_splits : list of (train, test) index arrays, optional
         More folds for :meth:`rescore` (the finalists' second opinion), e.g. further repeats
         from :func:`make_splits`. Without them :meth:`rescore` returns the cached results.
@@ -422,22 +451,7 @@ class FeatureSetLearner:
     def _fit_one(self, model, Xs: np.ndarray, train, test):
         """Fit a clone on ``train`` rows; the score on ``test`` (or the model when ``test`` is
         None), with the keys of the warnings the fit raised (:class:`WarningTally`)."""
-        from sklearn.base import clone
-
-        if test is not None and self._fast_accuracy and is_default_lda(model):
-            # The same predictions as the pipeline's, without its per-fit overhead (fastlda).
-            predicted = fold_predictions(Xs[train], self.y[train], Xs[test])
-            if predicted is not None:
-                return float(np.mean(predicted == self.y[test])), []
-        caught: list = []
-        with WarningTally().catching(caught):
-            model = clone(model)
-            if train is None:  # the set's model, kept in the fit cache and the index
-                return without_fit_only_state(model.fit(Xs, self.y)), caught
-            model.fit(Xs[train], self.y[train])
-            if self._fast_accuracy:  # accuracy_score's value without its checks of the targets
-                return float(np.mean(model.predict(Xs[test]) == self.y[test])), caught
-            return float(self._scorer(model, Xs[test], self.y[test])), caught
+        return _fit(model, Xs, self.y, train, test, self._fast_accuracy, self._scorer)
 
     def _library_threads(self):
         """A context holding this process's BLAS and OpenMP pools to :attr:`LIBRARY_THREADS`, on
@@ -460,10 +474,21 @@ class FeatureSetLearner:
         if n_jobs in (None, 1) or len(tasks) < 2:
             with self._library_threads():
                 done = [self._fit_one(est, sliced[s], tr, te) for s, est, tr, te in tasks]
-        else:  # joblib's workers share the cores out among their own pools
+        else:
             from joblib import Parallel, delayed
 
-            done = Parallel(n_jobs=n_jobs)(delayed(self._fit_one)(est, sliced[s], tr, te) for s, est, tr, te in tasks)
+            # One job per set, its fits in a row: the set's columns travel once, and the learner
+            # (the whole matrix) not at all. joblib's workers share the cores out among their pools.
+            jobs: dict = {}
+            for at, (s, est, tr, te) in enumerate(tasks):
+                jobs.setdefault(s, []).append((at, est, tr, te))
+            results = Parallel(n_jobs=n_jobs)(
+                delayed(_fit_in_a_row)(sliced[s], self.y, [fit[1:] for fit in fits], self._fast_accuracy, self._scorer)
+                for s, fits in jobs.items())
+            done = [None] * len(tasks)
+            for fits, outs in zip(jobs.values(), results):
+                for (at, *_), out in zip(fits, outs):
+                    done[at] = out
         for (s, *_), (_, caught) in zip(tasks, done):
             if caught:
                 counts = [(category, message, 1) for category, message in caught]

@@ -130,6 +130,27 @@ def test_finalists_are_rescored_on_the_finishing_workers_with_the_same_scores(di
         s: f.tolist() for s, f in learners[1].fold_scores.items()}
 
 
+def test_sets_finished_on_workers_match_a_serial_finish_and_their_warnings_are_counted(digits):
+    """A worker gets one job per set (its columns and folds, not the learner): the scores, the
+    models and the warnings counted are a serial finish's."""
+    X, y, _ = digits
+    columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
+    splits = make_splits(3, y, random_state=0)
+    sets = [frozenset({"q0"}), frozenset({"q1", "q2"}), frozenset(columns)]
+    learners = [FeatureSetLearner(X, y, columns, LogisticRegression(max_iter=2), splits,
+                                  screen_splits=make_splits(2, y, random_state=1), finish_jobs=jobs)
+                for jobs in (None, 2)]
+    results = [learner.finish(sets) for learner in learners]
+    for s, a, b in zip(sets, *results):
+        assert (a.accuracy, a.std_error) == (b.accuracy, b.std_error)
+        Xs = X[:, learners[0].columns_of(s)]
+        np.testing.assert_array_equal(a.model.predict_proba(Xs), b.model.predict_proba(Xs))
+    assert learners[0].fold_scores.keys() == learners[1].fold_scores.keys()
+    counted = [learner.warnings.items() for learner in learners]
+    assert counted[0] == counted[1]
+    assert any("ConvergenceWarning" in category for category, _, _ in counted[0])
+
+
 def test_a_learner_that_keeps_losing_retires(digits):
     X, y, _ = digits
     columns = {f"c{i}": slice(8 * i, 8 * (i + 1)) for i in range(8)}
