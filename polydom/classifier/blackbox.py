@@ -92,9 +92,25 @@ def _fit(model, Xs: np.ndarray, y: np.ndarray, train, test, fast_accuracy: bool,
         return float(scorer(model, Xs[test], y[test])), caught
 
 
-def _fit_in_a_row(Xs: np.ndarray, y: np.ndarray, fits, fast_accuracy: bool, scorer) -> list:
-    """:func:`_fit` for each ``(model, train, test)`` of one set, in order (a worker's job)."""
-    return [_fit(model, Xs, y, train, test, fast_accuracy, scorer) for model, train, test in fits]
+def _fit_in_a_row(Xs: np.ndarray, y: np.ndarray, fits, fast_accuracy: bool, scorer, threads: int | None) -> list:
+    """:func:`_fit` for each ``(model, train, test)`` of one set, in order, the pools held to
+    ``threads`` (a worker's job)."""
+    with _pools_held_to(threads):
+        return [_fit(model, Xs, y, train, test, fast_accuracy, scorer) for model, train, test in fits]
+
+
+def _pools_held_to(threads: int | None):
+    """A context holding this process's BLAS and OpenMP pools to ``threads`` (None: as they
+    are), on the process's main thread only.
+
+    Threads of a threading engine fit as the pools are set: a BLAS library's threads are set for
+    the whole process, so limits saved and restored by batches running at once would leave the
+    process limited or not depending on who finished last (and OpenBLAS 0.3.30 did not take a
+    limit set from another thread once the main thread had set one).
+    """
+    if threads is None or threading.current_thread() is not threading.main_thread():
+        return contextlib.nullcontext()
+    return _thread_pools().limit(limits=threads)
 
 
 class FeatureSetLearner:
@@ -454,17 +470,8 @@ class FeatureSetLearner:
         return _fit(model, Xs, self.y, train, test, self._fast_accuracy, self._scorer)
 
     def _library_threads(self):
-        """A context holding this process's BLAS and OpenMP pools to :attr:`LIBRARY_THREADS`, on
-        the process's main thread (a worker process's too).
-
-        Threads of a threading engine fit as the pools are set: a BLAS library's threads are
-        set for the whole process, so limits saved and restored by batches running at once
-        would leave the process limited or not depending on who finished last (and OpenBLAS
-        0.3.30 did not take a limit set from another thread once the main thread had set one).
-        """
-        if self.LIBRARY_THREADS is None or threading.current_thread() is not threading.main_thread():
-            return contextlib.nullcontext()
-        return _thread_pools().limit(limits=self.LIBRARY_THREADS)
+        """A context holding this process's pools to :attr:`LIBRARY_THREADS` (:func:`_pools_held_to`)."""
+        return _pools_held_to(self.LIBRARY_THREADS)
 
     def _run(self, tasks: list[tuple], sliced: dict, n_jobs: int | None = None) -> list:
         """``tasks`` of ``(set, estimator, train, test)`` through :meth:`_fit_one`, in order; the
@@ -478,12 +485,13 @@ class FeatureSetLearner:
             from joblib import Parallel, delayed
 
             # One job per set, its fits in a row: the set's columns travel once, and the learner
-            # (the whole matrix) not at all. joblib's workers share the cores out among their pools.
+            # (the whole matrix) not at all. Each worker holds its own pools as this process does.
             jobs: dict = {}
             for at, (s, est, tr, te) in enumerate(tasks):
                 jobs.setdefault(s, []).append((at, est, tr, te))
             results = Parallel(n_jobs=n_jobs)(
-                delayed(_fit_in_a_row)(sliced[s], self.y, [fit[1:] for fit in fits], self._fast_accuracy, self._scorer)
+                delayed(_fit_in_a_row)(sliced[s], self.y, [fit[1:] for fit in fits], self._fast_accuracy, self._scorer,
+                                       self.LIBRARY_THREADS)
                 for s, fits in jobs.items())
             done = [None] * len(tasks)
             for fits, outs in zip(jobs.values(), results):

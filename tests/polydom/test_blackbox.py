@@ -270,3 +270,30 @@ def test_fits_on_an_engines_threads_leave_the_pools_as_they_are(digits, monkeypa
     assert not errors and not any(t.is_alive() for t in threads)
     assert len(_PoolWatcher.seen) == 2 * 4 and all(seen == pools_as_found for seen in _PoolWatcher.seen)
     assert _pool_threads() == pools_as_found
+
+
+class _PoolRecorder(ClassifierMixin, BaseEstimator):
+    """Predicts the first class; keeps the threads of every pool it was fitted under."""
+
+    def fit(self, X, y):
+        self.pools_ = _pool_threads()
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+@pytest.mark.parametrize("library_threads", [1, None])
+def test_workers_fit_with_their_pools_held_as_this_process_holds_its_own(digits, monkeypatch, library_threads):
+    from joblib import parallel_config
+
+    monkeypatch.setattr(FeatureSetLearner, "LIBRARY_THREADS", library_threads)
+    X, y, _ = digits
+    columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
+    learner = FeatureSetLearner(X, y, columns, _PoolRecorder(), make_splits(3, y, random_state=0),
+                                screen_splits=make_splits(2, y, random_state=1), finish_jobs=2)
+    with parallel_config(backend="loky", inner_max_num_threads=2):  # the workers' pools at two threads
+        models = [result.model for result in learner.finish([{"q0"}, {"q1", "q2"}])]
+    threads = {n for model in models for n in model.pools_.values()}
+    assert threads == ({1} if library_threads == 1 else {2})
