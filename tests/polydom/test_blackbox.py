@@ -284,8 +284,21 @@ class _PoolRecorder(ClassifierMixin, BaseEstimator):
         return np.full(len(X), self.classes_[0])
 
 
+@pytest.fixture()
+def shipped_by_value():
+    """This module's classes travel to loky's workers by value: a worker cannot import the tests."""
+    import sys
+
+    cloudpickle = pytest.importorskip("cloudpickle")  # what loky pickles tasks with (a joblib requirement)
+    module = sys.modules[__name__]
+    cloudpickle.register_pickle_by_value(module)
+    yield
+    cloudpickle.unregister_pickle_by_value(module)
+
+
 @pytest.mark.parametrize("library_threads", [1, None])
-def test_workers_fit_with_their_pools_held_as_this_process_holds_its_own(digits, monkeypatch, library_threads):
+def test_workers_fit_with_their_pools_held_as_this_process_holds_its_own(digits, monkeypatch, shipped_by_value,
+                                                                         library_threads):
     from joblib import parallel_config
 
     monkeypatch.setattr(FeatureSetLearner, "LIBRARY_THREADS", library_threads)
