@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import pathlib
 import shlex
@@ -74,8 +75,6 @@ def fit_both_ways(k, repeats, train, y, matrix, tmp, log) -> dict:
 
 
 def single_fits(log, reps: int = 7) -> list[dict]:
-    from sklearn.base import clone
-
     from polydom.classifier.learners import default_learners
 
     rng = np.random.default_rng(0)
@@ -85,27 +84,29 @@ def single_fits(log, reps: int = 7) -> list[dict]:
             X = rng.normal(size=(n, p))
             y = rng.integers(0, 2 if n <= 240 else 10, n)
             row = dict(n=n, p=p)
-            for name, estimator in default_learners():
-                for way, value in WAYS.items():
-                    with _held(value):
-                        clone(estimator).fit(X, y)
-                        times = []
-                        for _ in range(reps if n < 20000 else 3):
-                            t = time.perf_counter()
-                            clone(estimator).fit(X, y)
-                            times.append(time.perf_counter() - t)
-                    row[(name, way)] = float(np.median(times))
+            for (name, estimator), (way, value) in itertools.product(default_learners(), WAYS.items()):
+                row[(name, way)] = median_fit_seconds(estimator, X, y, value, reps if n < 20000 else 3)
             rows.append(row)
             log(f"single fits, n={n} p={p}: " + ", ".join(f"{k[0]} {k[1]} {v * 1e3:.1f} ms"
                                                           for k, v in row.items() if isinstance(k, tuple)))
     return rows
 
 
-def _held(value):
-    """The pools as a fit holds them (``FeatureSetLearner._library_threads``): one thread, or as found."""
-    from threadpoolctl import threadpool_limits
+def median_fit_seconds(estimator, X, y, threads, reps: int) -> float:
+    """Median seconds of fitting a clone of ``estimator``, the pools held as a fit holds them
+    (``polydom.classifier.blackbox._pools_held_to``), after one fit to warm up."""
+    from sklearn.base import clone
 
-    return contextlib.nullcontext() if value is None else threadpool_limits(value)
+    from polydom.classifier.blackbox import _pools_held_to
+
+    times = []
+    with _pools_held_to(threads):
+        clone(estimator).fit(X, y)
+        for _ in range(reps):
+            t = time.perf_counter()
+            clone(estimator).fit(X, y)
+            times.append(time.perf_counter() - t)
+    return float(np.median(times))
 
 
 def write(out: pathlib.Path, fits, singles, command: str, load: str, busy: int) -> None:

@@ -368,7 +368,7 @@ class FeatureSetLearner:
         for train, test in self.splits if splits is None else splits:
             if not np.isnan(proba[test, 0]).any():
                 continue  # covered by an earlier fold: a later repeat
-            with self.warnings.catching(), self._library_threads():
+            with self.warnings.catching(), _pools_held_to(self.LIBRARY_THREADS):
                 fitted = clone(model).fit(Xs[train], self.y[train])
             fold_models.append(fitted)
             cols = np.searchsorted(classes, fitted.classes_)
@@ -464,39 +464,28 @@ class FeatureSetLearner:
                 if len(self.learners) - len(self.race["retired"]) > 1:
                     self.race["retired"].append(name)
 
-    def _fit_one(self, model, Xs: np.ndarray, train, test):
-        """Fit a clone on ``train`` rows; the score on ``test`` (or the model when ``test`` is
-        None), with the keys of the warnings the fit raised (:class:`WarningTally`)."""
-        return _fit(model, Xs, self.y, train, test, self._fast_accuracy, self._scorer)
-
-    def _library_threads(self):
-        """A context holding this process's pools to :attr:`LIBRARY_THREADS` (:func:`_pools_held_to`)."""
-        return _pools_held_to(self.LIBRARY_THREADS)
-
     def _run(self, tasks: list[tuple], sliced: dict, n_jobs: int | None = None) -> list:
-        """``tasks`` of ``(set, estimator, train, test)`` through :meth:`_fit_one`, in order; the
-        warnings of each fit are counted for this learner and for its set. ``n_jobs``: instead
-        of :attr:`n_jobs`."""
+        """``tasks`` of ``(set, estimator, train, test)`` through :func:`_fit`, each set's in a
+        row (:func:`_fit_in_a_row`), results in the tasks' order; the warnings of each fit are
+        counted for this learner and for its set. ``n_jobs``: instead of :attr:`n_jobs`."""
         n_jobs = self.n_jobs if n_jobs is None else n_jobs
+        # One job per set: on a worker the set's columns travel once, and the learner (the whole
+        # matrix) not at all; each process holds its own pools to LIBRARY_THREADS.
+        jobs: dict = {}
+        for at, (s, est, tr, te) in enumerate(tasks):
+            jobs.setdefault(s, []).append((at, est, tr, te))
+        work = [(sliced[s], self.y, [fit[1:] for fit in fits], self._fast_accuracy, self._scorer, self.LIBRARY_THREADS)
+                for s, fits in jobs.items()]
         if n_jobs in (None, 1) or len(tasks) < 2:
-            with self._library_threads():
-                done = [self._fit_one(est, sliced[s], tr, te) for s, est, tr, te in tasks]
+            results = [_fit_in_a_row(*job) for job in work]
         else:
             from joblib import Parallel, delayed
 
-            # One job per set, its fits in a row: the set's columns travel once, and the learner
-            # (the whole matrix) not at all. Each worker holds its own pools as this process does.
-            jobs: dict = {}
-            for at, (s, est, tr, te) in enumerate(tasks):
-                jobs.setdefault(s, []).append((at, est, tr, te))
-            results = Parallel(n_jobs=n_jobs)(
-                delayed(_fit_in_a_row)(sliced[s], self.y, [fit[1:] for fit in fits], self._fast_accuracy, self._scorer,
-                                       self.LIBRARY_THREADS)
-                for s, fits in jobs.items())
-            done = [None] * len(tasks)
-            for fits, outs in zip(jobs.values(), results):
-                for (at, *_), out in zip(fits, outs):
-                    done[at] = out
+            results = Parallel(n_jobs=n_jobs)(delayed(_fit_in_a_row)(*job) for job in work)
+        done = [None] * len(tasks)
+        for fits, outs in zip(jobs.values(), results):
+            for (at, *_), out in zip(fits, outs):
+                done[at] = out
         for (s, *_), (_, caught) in zip(tasks, done):
             if caught:
                 counts = [(category, message, 1) for category, message in caught]
