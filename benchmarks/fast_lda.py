@@ -28,6 +28,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # sibling benchmarks, under python -P too
 
 import features_scale as fsb  # noqa: E402
+import peers  # noqa: E402  (progress lines)
 
 
 def fit(train, y, matrix, names, cache: str, fast: bool):
@@ -61,9 +62,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default=str(HERE / "results" / "fast-lda.md"))
     args = parser.parse_args(argv)
     started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+    log = peers.elapsed_log(started)
 
     from threadpoolctl import threadpool_limits
 

@@ -496,9 +496,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     ks = sorted({int(k) for k in args.ks.split(",")})
     started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+    log = peers.elapsed_log(started)
 
     from threadpoolctl import threadpool_limits
 

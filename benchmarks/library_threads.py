@@ -152,9 +152,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default=str(HERE / "results" / "library-threads.md"))
     args = parser.parse_args(argv)
     started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+    log = peers.elapsed_log(started)
 
     from threadpoolctl import threadpool_limits
 

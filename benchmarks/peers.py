@@ -195,6 +195,16 @@ def spin(parent: int) -> None:
             x = (x * 1103515245 + 12345) & 0x7FFFFFFF
 
 
+def elapsed_log(started: float):
+    """A ``log(message)`` that prints each message to stderr after the seconds since ``started``
+    (``time.perf_counter()``): the progress lines of the benchmarks."""
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
 @contextlib.contextmanager
 def busy_processes(n: int, log=None):
     """``n`` spawned :func:`spin` processes for the duration of the block, stopped on the way out
@@ -938,9 +948,7 @@ def main(argv=None) -> None:
                                                                    defaults=defaults, realdata=realdata,
                                                                    late_share=args.late_share))
     started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+    log = elapsed_log(started)
 
     from threadpoolctl import threadpool_limits
 
