@@ -306,6 +306,7 @@ def plot(path: pathlib.Path, rows) -> str | None:
     left.legend()
     right.plot(ks, [r["screened"] for r in rows], "o-", label="sets screened")
     right.plot(ks, [r["fully"] for r in rows], "s-", label="sets trained fully")
+    right.plot(ks, [r["served"] for r in rows], "^-", label="sets the index serves")
     right.plot(ks, [2 ** (r["k"] + 1) for r in rows], ":", label="lattice (with the grey step)")
     right.set_yscale("log")
     right.set_xlabel("features")
@@ -325,22 +326,25 @@ def write_report(out: pathlib.Path, ctx: dict) -> None:
          f"kind; {ctx['positives']:.0%} photos. Default settings, 2 cores, one fit at a time.", "",
          "## Fit time against the number of features", "",
          "Extraction: each feature's share of one pass over the training pictures (one after another). The rest: "
-         "the fit on a cache holding only that feature matrix (timing pass, screening, training, build).", "",
+         "the fit on a cache holding only that feature matrix (timing pass, screening, training, build). Sets "
+         "served: the index's candidates, every set it serves at some size and budget; each is trained fully.", "",
          "| features | extraction (s) | the rest (s) | rest / previous | search | sets screened | trained fully "
-         "| rounds | held-out on time, mean over cells |", "|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+         "| sets served (/ previous) | rounds | held-out on time, mean over cells |",
+         "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     repeats = max(len(r["runs"]) for r in rows) if rows else 1
     if repeats > 1:
         L[-2] = L[-2].replace("| the rest (s) |", f"| the rest (s), median of {repeats} fits | each fit (s) |").replace(
             "| sets screened | trained fully |", "| sets screened (each fit) | trained fully |")
-        L[-1] = "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"
-    prev = None
+        L[-1] = "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"
+    prev = prev_served = None
     for r in rows:
         ratio = "" if prev is None else f"{r['rest'] / prev:.2f}"
+        served = f"{r['served']}" + ("" if not prev_served else f" ({r['served'] / prev_served:.2f})")
         runs = f" | {', '.join(f'{v:.0f}' for v in r['runs'])}" if repeats > 1 else ""
         screened = f"{r['screened']}" + (f" ({', '.join(str(v) for v in r['screened_runs'])})" if repeats > 1 else "")
         L.append(f"| {r['k']} | {r['extract']:.0f} | {r['rest']:.0f}{runs} | {ratio} | {r['search']} | {screened} "
-                 f"| {r['fully']} | {r['rounds']} | {r['on_time']:.3f} |")
-        prev = r["rest"]
+                 f"| {r['fully']} | {served} | {r['rounds']} | {r['on_time']:.3f} |")
+        prev, prev_served = r["rest"], r["served"]
     if ctx.get("figure"):
         L += ["", f"![fit time and sets against features]({ctx['figure']})"]
     ek, fk = ctx["exhaustive_k"], ctx["forward_k"]
@@ -378,14 +382,16 @@ def timed_fit(k: int, label: str, args, ctx: dict, train, y_train, matrix) -> tu
 
 
 def add_run(row: dict, clf, seconds: float) -> dict:
-    """``row`` (a line of the timing table) with one more fit: its time, sets screened and sets
-    trained fully join the runs, and the line shows their medians."""
+    """``row`` (a line of the timing table) with one more fit: its time, sets screened, sets
+    trained fully and sets the index serves (its candidates) join the runs, and the line shows
+    their medians."""
     stats = clf.fit_stats_
     row.setdefault("runs", []).append(seconds)
     row.setdefault("screened_runs", []).append(stats["fully_trained"] + stats["partly_trained"])
     row.setdefault("fully_runs", []).append(stats["fully_trained"])
+    row.setdefault("served_runs", []).append(len(clf.index_.candidates))
     row.update(rest=float(np.median(row["runs"])), screened=int(np.median(row["screened_runs"])),
-               fully=int(np.median(row["fully_runs"])))
+               fully=int(np.median(row["fully_runs"])), served=int(np.median(row["served_runs"])))
     return row
 
 
