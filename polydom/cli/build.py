@@ -120,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
             raise SpecError(f"{', '.join(unsupported)} cannot be used with an images SPEC")
     # The classifier keeps its trained sets under CACHE/expansions; a black box right in CACHE.
     cache = None if args.cache is None else (os.path.join(args.cache, "expansions") if images else args.cache)
-    # An images SPEC's classifier holds its fits to one thread itself (FeatureSetLearner.LIBRARY_THREADS).
+    # One BLAS thread unless --blas-threads says otherwise (a black box only: an images SPEC refuses
+    # the flag, and its classifier's fits hold their pools to FeatureSetLearner.LIBRARY_THREADS).
     with warnings.catch_warnings(record=True) as caught, _blas_threads(1 if args.blas_threads is None else args.blas_threads):
         try:
             index = _build_images(obj, args) if images else _build_black_box(obj, args)

@@ -202,12 +202,14 @@ def test_a_pickled_learner_carries_the_race_but_not_the_results(digits):
 
 
 class _PoolWatcher(ClassifierMixin, BaseEstimator):
-    """Predicts the first class; records the threads of every BLAS and OpenMP pool while it fits."""
+    """Predicts the first class; records the threads of every BLAS and OpenMP pool while it fits,
+    in ``seen`` (this process's fits) and in ``pools_`` (a fit that ran on a worker)."""
 
     seen: list = []
 
     def fit(self, X, y):
-        type(self).seen.append(_pool_threads())
+        self.pools_ = _pool_threads()
+        type(self).seen.append(self.pools_)
         self.classes_ = np.unique(y)
         return self
 
@@ -272,18 +274,6 @@ def test_fits_on_an_engines_threads_leave_the_pools_as_they_are(digits, monkeypa
     assert _pool_threads() == pools_as_found
 
 
-class _PoolRecorder(ClassifierMixin, BaseEstimator):
-    """Predicts the first class; keeps the threads of every pool it was fitted under."""
-
-    def fit(self, X, y):
-        self.pools_ = _pool_threads()
-        self.classes_ = np.unique(y)
-        return self
-
-    def predict(self, X):
-        return np.full(len(X), self.classes_[0])
-
-
 @pytest.fixture()
 def shipped_by_value():
     """This module's classes travel to loky's workers by value: a worker cannot import the tests."""
@@ -304,7 +294,7 @@ def test_workers_fit_with_their_pools_held_as_this_process_holds_its_own(digits,
     monkeypatch.setattr(FeatureSetLearner, "LIBRARY_THREADS", library_threads)
     X, y, _ = digits
     columns = {f"q{i}": slice(16 * i, 16 * (i + 1)) for i in range(4)}
-    learner = FeatureSetLearner(X, y, columns, _PoolRecorder(), make_splits(3, y, random_state=0),
+    learner = FeatureSetLearner(X, y, columns, _PoolWatcher(), make_splits(3, y, random_state=0),
                                 screen_splits=make_splits(2, y, random_state=1), finish_jobs=2)
     with parallel_config(backend="loky", inner_max_num_threads=2):  # the workers' pools at two threads
         models = [result.model for result in learner.finish([{"q0"}, {"q1", "q2"}])]
